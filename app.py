@@ -1,0 +1,3 @@
+from nexo import create_app
+
+app = create_app()

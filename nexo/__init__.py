@@ -1,0 +1,127 @@
+"""Nexo: the order system a distributor can trust on its worst morning."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from flask import Flask, request
+from flask_login import current_user
+
+from nexo import auth, demo, migrations
+from nexo.db import Database
+from nexo.extensions import csrf, get_db, login_manager, make_redis
+from nexo.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+# Endpoints an anonymous visitor may reach; everything else sends them to the login page.
+PUBLIC_ENDPOINTS = {"auth.login", "health.health", "static", "ops.metrics"}
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the Flask application from the environment (plus test overrides)."""
+    settings = Settings.from_env()
+    app = Flask(__name__, template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
+    app.config.update(
+        SECRET_KEY=settings.secret_key,
+        NEXO_SETTINGS=settings,
+        NOW=time.time,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        REMEMBER_COOKIE_HTTPONLY=True,
+        WTF_CSRF_TIME_LIMIT=8 * 3600,          # a salesperson keeps a form open all morning
+        MAX_CONTENT_LENGTH=256 * 1024,
+    )
+    if test_config:
+        app.config.update(test_config)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
+                                         timeout_s=settings.db_pool_timeout_s)
+    app.extensions["nexo.redis"] = make_redis(settings.redis_url)
+
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = "Ingresá para continuar."
+    login_manager.login_message_category = "info"
+    login_manager.session_protection = "basic"
+
+    @login_manager.user_loader
+    def load_user(user_id: str):
+        with get_db().reading() as conn:
+            return auth.service.load_user(conn, int(user_id))
+
+    @app.before_request
+    def require_login():
+        if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
+            return login_manager.unauthorized()
+        return None
+
+    @app.context_processor
+    def navigation():
+        from nexo.navigation import nav_links
+        return {"nav_links": nav_links}
+
+    _register_blueprints(app)
+    _register_cli(app)
+    return app
+
+
+def _register_blueprints(app: Flask) -> None:
+    from nexo import errors, health, home
+    from nexo.auth import cli as users_cli
+    from nexo.auth import views as auth_views
+
+    for bp in (errors.bp, health.bp, home.bp, auth_views.bp, users_cli.bp):
+        app.register_blueprint(bp)
+    for name in ("orders", "credit", "outbox", "warehouse", "deadletters", "ops"):
+        module = _optional_views(name)
+        if module is not None:
+            app.register_blueprint(module.bp)
+
+
+def _optional_views(package: str):
+    """The views module of a capability package, once that package exists."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(f"nexo.{package}") is None:
+        return None
+    if importlib.util.find_spec(f"nexo.{package}.views") is None:
+        return None
+    return importlib.import_module(f"nexo.{package}.views")
+
+
+def _register_cli(app: Flask) -> None:
+    import click
+
+    @app.cli.group("db")
+    def db_group():
+        """Database schema commands."""
+
+    @db_group.command("upgrade")
+    def db_upgrade():
+        """Apply pending migrations (safe to run twice, or from two processes at once)."""
+        applied = migrations.upgrade(app.config["NEXO_SETTINGS"].database_url)
+        click.echo(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+
+    @app.cli.group("demo")
+    def demo_group():
+        """Demo data commands."""
+
+    @demo_group.command("load")
+    @click.option("--if-empty", is_flag=True, help="Do nothing when the database already has users.")
+    def demo_load(if_empty: bool):
+        """Load the Nexo morning (CONTRACT.md) into the database."""
+        with get_db().transaction() as tx:
+            if not demo.is_empty(tx.conn):
+                if if_empty:
+                    click.echo("demo data: the database already has data, left as is")
+                    return
+                raise click.ClickException("the database already has data; demo load needs an empty one")
+            demo.load(tx.conn, app.config["NEXO_SETTINGS"].demo_password)
+            tx.commit()
+        click.echo("demo data: loaded the Nexo morning")
+

@@ -1,0 +1,34 @@
+"""`flask users create`: add a user for a real deployment."""
+
+from __future__ import annotations
+
+import click
+from flask import Blueprint
+from werkzeug.security import generate_password_hash
+
+from nexo.auth.service import create_user
+from nexo.extensions import get_db
+
+bp = Blueprint("users", __name__, cli_group="users")
+
+
+@bp.cli.command("create")
+@click.argument("username")
+@click.option("--name", "full_name", required=True, help="Nombre visible.")
+@click.option("--role", "roles", multiple=True, required=True,
+              help="ventas, credito, deposito o dueno (se puede repetir).")
+@click.password_option()
+def create(username: str, full_name: str, roles: tuple[str, ...], password: str) -> None:
+    """Create USERNAME with the given roles; the password is asked for twice."""
+    if len(password) < 10:
+        raise click.UsageError("the password must have at least 10 characters")
+    with get_db().transaction() as tx:
+        known = {r["name"] for r in tx.execute("SELECT name FROM role").fetchall()}
+        unknown = set(roles) - known
+        if unknown:
+            raise click.UsageError(f"unknown role(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        if tx.execute("SELECT 1 FROM app_user WHERE username = %s", [username.lower()]).fetchone():
+            raise click.UsageError(f"user {username!r} already exists")
+        user_id = create_user(tx.conn, username, full_name, generate_password_hash(password), list(roles))
+        tx.commit()
+    click.echo(f"created user {username} (id {user_id}) with roles {', '.join(roles)}")

@@ -1,0 +1,12 @@
+"""Shape of the login form."""
+
+from flask_wtf import FlaskForm
+from wtforms import PasswordField, StringField
+from wtforms.validators import DataRequired, Length
+
+
+class LoginForm(FlaskForm):
+    """Username and password; CSRF comes with FlaskForm."""
+
+    username = StringField("Usuario", validators=[DataRequired("Ingresá tu usuario."), Length(max=64)])
+    password = PasswordField("Contraseña", validators=[DataRequired("Ingresá tu contraseña."), Length(max=256)])

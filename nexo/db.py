@@ -1,0 +1,82 @@
+"""Postgres access: one connection pool per process and a transaction that rolls back unless committed."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+# What "the database is down" looks like to callers: the error handlers turn these into a 503 page.
+DatabaseUnavailable = (psycopg.OperationalError, PoolTimeout)
+
+
+class Transaction:
+    """An open transaction on one connection. Nothing is kept unless commit() is called."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+        self.committed = False
+
+    def execute(self, sql: str, params=None) -> psycopg.Cursor:
+        """Run one statement inside the transaction."""
+        return self.conn.execute(sql, params)
+
+    def commit(self) -> None:
+        """Make the transaction's effects permanent."""
+        self.conn.commit()
+        self.committed = True
+
+
+class Database:
+    """A lazily opened pool, re-created in a forked child (gunicorn workers, RQ work horses)."""
+
+    def __init__(self, url: str, *, max_size: int = 10, timeout_s: float = 5.0, name: str = "nexo"):
+        self.url = url
+        self.max_size = max_size
+        self.timeout_s = timeout_s
+        self.name = name
+        self._pool: ConnectionPool | None = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pool(self) -> ConnectionPool:
+        """The pool of this process; a pool inherited through fork() is never used."""
+        if self._pool is None or self._pid != os.getpid():
+            with self._lock:
+                if self._pool is None or self._pid != os.getpid():
+                    self._pool = ConnectionPool(
+                        self.url, min_size=1, max_size=self.max_size, timeout=self.timeout_s,
+                        kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(self.timeout_s))},
+                        name=f"{self.name}-{os.getpid()}", open=False)
+                    self._pool.open(wait=False)
+                    self._pid = os.getpid()
+        return self._pool
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Yield a Transaction; it rolls back on exit unless commit() was called."""
+        with self.pool.connection() as conn:
+            tx = Transaction(conn)
+            try:
+                yield tx
+            finally:
+                if not tx.committed:
+                    conn.rollback()
+
+    @contextmanager
+    def reading(self) -> Iterator[psycopg.Connection]:
+        """Yield a connection for read-only queries; whatever it did is rolled back."""
+        with self.transaction() as tx:
+            yield tx.conn
+
+    def close(self) -> None:
+        """Close this process's pool (tests and shutdown)."""
+        if self._pool is not None and self._pid == os.getpid():
+            self._pool.close()
+        self._pool = None

@@ -1,0 +1,66 @@
+"""The Nexo morning (CONTRACT.md): demo warehouses, catalog, clients and users."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from werkzeug.security import generate_password_hash
+
+from nexo.auth.service import create_user
+
+WAREHOUSES = [("CEN", "Centro"), ("NOR", "Norte")]
+
+# sku, name, stock in CEN, price in cents (None: no authoritative price, RN-03)
+PRODUCTS = [
+    ("COR-118", "Cortadora de cerámica 118", 1, 1_250_000),
+    ("COR-200", "Cortadora de cerámica 200", 500, 320_000),
+    ("TOR-010", "Tornillo autoperforante 10 mm (caja)", 10_000, 15_000),
+    ("CAB-045", "Cable unipolar 4,5 mm (rollo)", 40, 890_000),
+    ("PRC-000", "Producto sin precio autorizado", 100, None),
+]
+
+# name, tier, credit limit in cents, exposure at the start of the morning in cents
+CLIENTS = [
+    ("Ferretería Platino SA", "PLATINO", 100_000_000, 99_000_000),
+    ("Corralón del Sur", "REGULAR", 500_000_000, 0),
+    ("Obras Rápidas SRL", "REGULAR", 5_000_000, 0),
+]
+
+# username, full name, role
+USERS = [
+    ("vendedor1", "Vendedor A", "ventas"),
+    ("vendedor2", "Vendedor B", "ventas"),
+    ("laura", "Laura (crédito)", "credito"),
+    ("sergio", "Sergio (depósito)", "deposito"),
+    ("marta", "Marta (dueña)", "dueno"),
+]
+
+
+@lru_cache(maxsize=4)
+def _password_hash(password: str) -> str:
+    # scrypt is slow on purpose; the tests reload the demo data often, so hash each password once.
+    return generate_password_hash(password)
+
+
+def is_empty(conn) -> bool:
+    """True when no user exists yet (a fresh database)."""
+    return conn.execute("SELECT NOT EXISTS (SELECT 1 FROM app_user) AS empty").fetchone()["empty"]
+
+
+def load(conn, password: str) -> None:
+    """Insert the demo data in the caller's transaction (the database must hold none of it)."""
+    for code, name in WAREHOUSES:
+        conn.execute("INSERT INTO warehouse (id, name) VALUES (%s, %s)", [code, name])
+    for sku, name, stock_cen, price in PRODUCTS:
+        product_id = conn.execute(
+            "INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]).fetchone()["id"]
+        conn.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', %s),"
+                     " (%s, 'NOR', 0)", [product_id, stock_cen, product_id])
+        if price is not None:
+            conn.execute("INSERT INTO price_list (product_id, price_cents) VALUES (%s, %s)", [product_id, price])
+    for name, tier, limit, exposure in CLIENTS:
+        conn.execute("INSERT INTO client (name, tier, credit_limit_cents, exposure_cents) VALUES (%s, %s, %s, %s)",
+                     [name, tier, limit, exposure])
+    for username, full_name, role in USERS:
+        create_user(conn, username, full_name, _password_hash(password), [role])
+

@@ -1,0 +1,28 @@
+"""Process-wide helpers shared by the blueprints: login manager, CSRF, database, Redis."""
+
+from __future__ import annotations
+
+import redis
+from flask import current_app
+from flask_login import LoginManager
+from flask_wtf.csrf import CSRFProtect
+
+from nexo.db import Database
+
+login_manager = LoginManager()
+csrf = CSRFProtect()
+
+
+def get_db() -> Database:
+    """The application's Database (one pool per process)."""
+    return current_app.extensions["nexo.db"]
+
+
+def get_redis() -> redis.Redis:
+    """The application's Redis client (job transport and rate-limit storage only)."""
+    return current_app.extensions["nexo.redis"]
+
+
+def make_redis(url: str) -> redis.Redis:
+    """A Redis client that fails fast: Redis being down must delay events, never hang a request."""
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30)

@@ -1,0 +1,27 @@
+"""The landing page: sends each person to the work their role does."""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, url_for
+from flask_login import current_user
+
+bp = Blueprint("home", __name__)
+
+# Where each permission's owner starts their morning, in order of precedence.
+START_PAGES = [
+    ("orders.create", "orders.new_order"),
+    ("credit.authorize", "credit.queue"),
+    ("warehouse.view", "warehouse.handoffs"),
+    ("ops.view", "ops.dashboard"),
+]
+
+
+@bp.route("/")
+def index():
+    """Redirect to the user's main page, or show a menu when none applies."""
+    from flask import current_app
+
+    for permission, endpoint in START_PAGES:
+        if current_user.can(permission) and endpoint in current_app.view_functions:
+            return redirect(url_for(endpoint))
+    return render_template("home.html")

@@ -1,0 +1,50 @@
+"""Apply the plain .sql files in migrations/ in order, once each, under a Postgres advisory lock."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Any two processes running upgrade() at once serialise on this lock (value: "nexo" in ASCII).
+ADVISORY_LOCK_ID = 0x6E65786F
+
+
+def pending_files(applied: set[str], directory: Path = MIGRATIONS_DIR) -> list[Path]:
+    """The migration files not yet applied, in file-name order."""
+    return [p for p in sorted(directory.glob("*.sql")) if p.stem not in applied]
+
+
+def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply every pending migration; return the versions applied by this call."""
+    done: list[str] = []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_ID])
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version text PRIMARY KEY, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())")
+            rows = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
+            applied = {version: checksum for version, checksum in rows}
+            for path in sorted(directory.glob("*.sql")):
+                sql = path.read_text(encoding="utf-8")
+                checksum = hashlib.sha256(sql.encode()).hexdigest()
+                if path.stem in applied:
+                    if applied[path.stem] != checksum:
+                        log.warning("migration %s changed after it was applied; write a new one instead", path.name)
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)
+                    conn.execute("INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)",
+                                 [path.stem, checksum])
+                log.info("applied migration %s", path.name)
+                done.append(path.stem)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_ID])
+    return done

@@ -1,0 +1,33 @@
+"""The navigation bar: one link per capability the logged-in person may use."""
+
+from __future__ import annotations
+
+from flask import current_app, url_for
+from flask_login import current_user
+
+# label, endpoint, permission — a link appears once its blueprint exists and the user may use it.
+NAV_ITEMS = [
+    ("Nuevo pedido", "orders.new_order", "orders.create"),
+    ("Mis pedidos", "orders.list_orders", "orders.create"),
+    ("Autorizaciones", "credit.queue", "credit.authorize"),
+    ("Depósito", "warehouse.handoffs", "warehouse.view"),
+    ("Operaciones", "ops.dashboard", "ops.view"),
+    ("Entregas fallidas", "deadletters.list_dead_letters", "dlq.admin"),
+]
+
+# Optional badges (e.g. the count of orders waiting for credit), registered by the capability
+# packages: endpoint -> function returning an int or None.
+NAV_BADGES: dict = {}
+
+
+def nav_links() -> list[dict]:
+    """The links the current user should see, with an optional badge count."""
+    if not current_user.is_authenticated:
+        return []
+    links = []
+    for label, endpoint, permission in NAV_ITEMS:
+        if endpoint in current_app.view_functions and current_user.can(permission):
+            badge = NAV_BADGES.get(endpoint)
+            links.append({"label": label, "url": url_for(endpoint), "endpoint": endpoint,
+                          "badge": badge() if badge else None})
+    return links

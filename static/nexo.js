@@ -1,0 +1,18 @@
+// Progressive enhancement only: every guarantee holds without this file (ADR-005 relies on the
+// requestId, not on the button). No inline scripts anywhere, so the CSP can forbid them.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (form.dataset.submitted === "true") { event.preventDefault(); return; }
+  form.dataset.submitted = "true";
+  form.querySelectorAll("[data-disable-on-submit]").forEach(function (button) {
+    button.disabled = true;
+    if (button.dataset.busyLabel) { button.textContent = button.dataset.busyLabel; }
+  });
+});
+// The browser's back button restores the page from its cache with the button still disabled.
+window.addEventListener("pageshow", function () {
+  document.querySelectorAll("form[data-submitted]").forEach(function (form) {
+    delete form.dataset.submitted;
+    form.querySelectorAll("[data-disable-on-submit]").forEach(function (b) { b.disabled = false; });
+  });
+});

@@ -1,0 +1,127 @@
+"""Fixtures: the app, a test client, an auth helper, a clean database and Redis for every test.
+
+The suite runs through `make test`, which starts (or points at) a real Postgres and Redis and sets
+DATABASE_URL and REDIS_URL; nothing here is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis as redis_lib
+import requests
+
+from nexo import create_app, demo
+from nexo.db import Database
+from nexo.settings import Settings
+from tests.helpers import DEMO_PASSWORD, csrf_token, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+# Everything but the reference data the migrations insert (roles, permissions) and the migrations record.
+KEEP_TABLES = {"schema_migrations", "role", "permission", "role_permission"}
+
+
+def pytest_configure(config):
+    if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
+        pytest.exit("run the tests with `make test` (it provides Postgres and Redis)", returncode=2)
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def db(settings) -> Database:
+    database = Database(settings.database_url, max_size=40, name="tests")
+    yield database
+    database.close()
+
+
+@pytest.fixture(scope="session")
+def redis_client(settings) -> redis_lib.Redis:
+    return redis_lib.Redis.from_url(settings.redis_url)
+
+
+def reset_database(db: Database) -> None:
+    """Empty every data table and load the Nexo morning again."""
+    with db.transaction() as tx:
+        tables = [r["tablename"] for r in tx.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+            if r["tablename"] not in KEEP_TABLES]
+        # The audit log refuses TRUNCATE to everyone; the tests lift that inside this one transaction.
+        tx.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_truncate")
+        tx.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE")
+        tx.execute("ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_truncate")
+        demo.load(tx.conn, DEMO_PASSWORD)
+        tx.commit()
+
+
+@pytest.fixture(autouse=True)
+def clean_state(db, redis_client):
+    reset_database(db)
+    redis_client.flushdb()
+    yield
+
+
+@pytest.fixture(scope="session")
+def app():
+    application = create_app({"TESTING": True})
+    yield application
+    application.extensions["nexo.db"].close()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+class AuthActions:
+    """Log a test client in and out through the real login form."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def login(self, username: str = "vendedor1", password: str = DEMO_PASSWORD, next: str | None = None):
+        url = "/login" + (f"?next={next}" if next else "")
+        token = csrf_token(self.client.get(url).get_data(as_text=True))
+        return self.client.post(url, data={"username": username, "password": password, "csrf_token": token})
+
+    def logout(self):
+        token = csrf_token(self.client.get("/", follow_redirects=True).get_data(as_text=True))
+        return self.client.post("/logout", data={"csrf_token": token})
+
+
+@pytest.fixture
+def auth(client) -> AuthActions:
+    return AuthActions(client)
+
+
+@pytest.fixture(scope="session")
+def live_server(settings):
+    """The app under gunicorn, as `make run` starts it, on a free port; yields its base URL."""
+    port = free_port()
+    env = dict(os.environ, PORT=str(port), WEB_WORKERS="2", WEB_THREADS="8")
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(base + "/health", timeout=1).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("gunicorn did not answer /health within 30 s")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=15)
+

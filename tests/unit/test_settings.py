@@ -1,0 +1,67 @@
+import pytest
+
+from nexo.settings import RelayCadence, Settings, SettingsError, check_relay_cadence
+
+BASE = {"DATABASE_URL": "postgresql://localhost/nexo", "REDIS_URL": "redis://localhost:6379/0"}
+
+
+def test_secret_key_is_required_in_production():
+    with pytest.raises(SettingsError, match="SECRET_KEY is required"):
+        Settings.from_env(dict(BASE, NEXO_ENV="production"))
+
+
+def test_demo_runs_without_a_secret_key():
+    assert Settings.from_env(dict(BASE, NEXO_ENV="demo")).secret_key
+
+
+def test_malformed_database_url_is_named():
+    with pytest.raises(SettingsError, match="DATABASE_URL"):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", DATABASE_URL="mysql://x"))
+
+
+def test_missing_redis_url_is_named():
+    env = dict(BASE, NEXO_ENV="test")
+    del env["REDIS_URL"]
+    with pytest.raises(SettingsError, match="REDIS_URL is not set"):
+        Settings.from_env(env)
+
+
+def test_fake_url_without_host_is_refused():
+    with pytest.raises(SettingsError, match="FISCAL_URL"):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", FISCAL_URL="http://"))
+
+
+def test_unknown_environment_is_refused():
+    with pytest.raises(SettingsError, match="NEXO_ENV"):
+        Settings.from_env(dict(BASE, NEXO_ENV="staging"))
+
+
+def test_default_relay_cadence_is_consistent():
+    check_relay_cadence(RelayCadence())
+
+
+@pytest.mark.parametrize("cadence, message", [
+    (RelayCadence(delivery_timeout_s=10, job_timeout_s=8), "RELAY_JOB_TIMEOUT_S"),
+    (RelayCadence(lease_s=10, job_timeout_s=12), "RELAY_LEASE_S"),
+    (RelayCadence(lease_s=30, sweep_interval_s=30), "RELAY_SWEEP_INTERVAL_S"),
+    (RelayCadence(max_attempts=0), "RELAY_MAX_ATTEMPTS"),
+    (RelayCadence(backoff_base_s=10, backoff_cap_s=5), "RELAY_BACKOFF_BASE_S"),
+])
+def test_inconsistent_relay_cadence_stops_start_up(cadence, message):
+    with pytest.raises(SettingsError, match=message):
+        check_relay_cadence(cadence)
+
+
+def test_inconsistent_cadence_from_the_environment_is_refused():
+    with pytest.raises(SettingsError, match="RELAY_LEASE_S"):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", RELAY_LEASE_S="3", RELAY_DELIVERY_TIMEOUT_S="5"))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_dead_letter_grace_below_one_day_is_refused(value):
+    with pytest.raises(SettingsError, match="DEAD_LETTER_GRACE_DAYS"):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", DEAD_LETTER_GRACE_DAYS=value))
+
+
+def test_outbox_retention_is_undefined_by_default():
+    assert Settings.from_env(dict(BASE, NEXO_ENV="test")).outbox_retention_days is None
