@@ -26,13 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 KEEP_TABLES = {"schema_migrations", "role", "permission", "role_permission"}
 
 
-def pytest_configure(config):
-    if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
-        pytest.exit("run the tests with `make test` (it provides Postgres and Redis)", returncode=2)
-
-
 @pytest.fixture(scope="session")
 def settings() -> Settings:
+    if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
+        pytest.exit("run the tests with `make test` (it provides Postgres and Redis)", returncode=2)
     return Settings.from_env()
 
 
@@ -63,7 +60,13 @@ def reset_database(db: Database) -> None:
 
 
 @pytest.fixture(autouse=True)
-def clean_state(db, redis_client):
+def clean_state(request):
+    """A clean database and Redis for every test that touches either (unit tests touch neither)."""
+    if request.node.get_closest_marker("no_db") or "tests/unit/" in str(request.node.fspath).replace("\\", "/"):
+        yield
+        return
+    db = request.getfixturevalue("db")
+    redis_client = request.getfixturevalue("redis_client")
     reset_database(db)
     redis_client.flushdb()
     yield
