@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
-from flask import Flask, request
+from flask import Flask, g, request
 from flask_login import current_user
 
-from nexo import auth, demo, migrations
+from nexo import auth, demo, migrations, observability
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.settings import Settings
@@ -35,7 +34,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     )
     if test_config:
         app.config.update(test_config)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    observability.configure_logging()
 
     app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
                                          timeout_s=settings.db_pool_timeout_s)
@@ -52,6 +51,16 @@ def create_app(test_config: dict | None = None) -> Flask:
     def load_user(user_id: str):
         with get_db().reading() as conn:
             return auth.service.load_user(conn, int(user_id))
+
+    @app.before_request
+    def bind_request_id():
+        g.request_id = observability.new_request_id(request.headers.get("X-Request-ID"))
+        observability.bind_request_id(g.request_id)
+
+    @app.after_request
+    def echo_request_id(response):
+        response.headers["X-Request-ID"] = g.get("request_id", "-")
+        return response
 
     @app.before_request
     def require_login():
