@@ -21,6 +21,8 @@ from nexo.db import Database
 from nexo.settings import Settings
 from tests.helpers import DEMO_PASSWORD, csrf_token, free_port
 
+pytest_plugins = ["tests.relay_fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 # Everything but the reference data the migrations insert (roles, permissions) and the migrations record.
 KEEP_TABLES = {"schema_migrations", "role", "permission", "role_permission"}

@@ -1,0 +1,243 @@
+"""The machinery both sandboxed fakes share: SQLite storage, Idempotency-Key dedup and failure modes.
+
+A fake is a small Flask app in its own process with its own SQLite file. It applies an effect at most
+once per Idempotency-Key (same key and body → the stored answer again; same key, other body → 422),
+and can be told to misbehave the way the seed's test T12 needs: time out before or after applying
+the effect, answer a transient 5xx or a permanent 4xx — for the next N requests or until changed.
+Nothing in nexo/ imports this package: Nexo only ever reaches a fake over HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flask import Flask, jsonify, request
+from werkzeug.serving import make_server
+
+MODES = ("ok", "timeout_before", "timeout_after", "error_5xx", "error_4xx")
+DEFAULT_DELAY_S = 30.0
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS effect (
+    key          TEXT PRIMARY KEY,
+    body_hash    TEXT NOT NULL,
+    payload      TEXT NOT NULL,
+    result       TEXT NOT NULL,
+    applied_at   TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+@dataclass
+class Mode:
+    """What the fake does with the next requests; `times` None means until changed."""
+
+    name: str = "ok"
+    times: int | None = None
+    delay_s: float = DEFAULT_DELAY_S
+
+
+class Store:
+    """Applied effects in SQLite; BEGIN IMMEDIATE serialises two requests racing on one key."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with self._connect() as conn:
+            conn.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def apply(self, key: str, payload: dict, make_result: Callable[[int], dict]) -> tuple[int, dict]:
+        """Apply the effect once per key: (201, result) first and on replays, (422, error) on a body mismatch."""
+        body_hash = _hash(payload)
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT body_hash, result FROM effect WHERE key = ?", [key]).fetchone()
+            if row is not None:
+                conn.execute("ROLLBACK")
+                if row["body_hash"] != body_hash:
+                    return 422, {"error": "idempotency_key_reused",
+                                 "detail": "esta Idempotency-Key ya se usó con otro contenido"}
+                return 201, json.loads(row["result"])
+            conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1)"
+                         " ON CONFLICT (name) DO UPDATE SET value = value + 1")
+            seq = conn.execute("SELECT value FROM counter WHERE name = 'seq'").fetchone()["value"]
+            result = make_result(seq)
+            conn.execute("INSERT INTO effect (key, body_hash, payload, result, applied_at) VALUES (?, ?, ?, ?, ?)",
+                         [key, body_hash, json.dumps(payload), json.dumps(result), _now()])
+            conn.execute("COMMIT")
+            return 201, result
+        finally:
+            conn.close()
+
+    def get(self, key: str) -> dict | None:
+        """The stored effect for a key, or None when that key was never applied."""
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT * FROM effect WHERE key = ?", [key]).fetchone()
+            return _effect(row) if row else None
+        finally:
+            conn.close()
+
+    def effects(self) -> list[dict]:
+        """Every applied effect, oldest first."""
+        conn = self._connect()
+        try:
+            return [_effect(r) for r in conn.execute("SELECT * FROM effect ORDER BY applied_at, key")]
+        finally:
+            conn.close()
+
+    def reset(self) -> None:
+        """Forget every effect and restart numbering (tests only)."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM effect")
+            conn.execute("DELETE FROM counter")
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+
+def _effect(row: sqlite3.Row) -> dict:
+    return {"key": row["key"], "payload": json.loads(row["payload"]), "result": json.loads(row["result"]),
+            "applied_at": row["applied_at"]}
+
+
+def _hash(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 1_000_000:06d}Z"
+
+
+class ModeSwitch:
+    """The current failure mode, shared by the server's threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._mode = Mode()
+
+    def set(self, mode: Mode) -> None:
+        """Replace the current mode."""
+        with self._lock:
+            self._mode = mode
+
+    def get(self) -> Mode:
+        """The current mode, without consuming it."""
+        with self._lock:
+            return Mode(self._mode.name, self._mode.times, self._mode.delay_s)
+
+    def take(self) -> Mode:
+        """The mode for this request; a counted mode runs out and the fake goes back to ok."""
+        with self._lock:
+            current = Mode(self._mode.name, self._mode.times, self._mode.delay_s)
+            if self._mode.times is not None:
+                self._mode.times -= 1
+                if self._mode.times <= 0:
+                    self._mode = Mode()
+            return current
+
+
+def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[int], dict]) -> Flask:
+    """A fake destination app: POST /<resource>, GET /<resource>/<key>, and the /__sandbox endpoints."""
+    app = Flask(name)
+    store = Store(db_path)
+    modes = ModeSwitch()
+    log = logging.getLogger(f"sandbox.{name}")
+
+    @app.post(f"/{resource}")
+    def apply_effect():
+        key = (request.headers.get("Idempotency-Key") or "").strip()
+        if not key:
+            return jsonify(error="idempotency_key_required"), 400
+        payload = request.get_json(silent=True)
+        if not isinstance(payload, dict):
+            return jsonify(error="json_object_required"), 400
+        mode = modes.take()
+        log.info("%s key=%s mode=%s", resource, key, mode.name)
+        if mode.name == "error_5xx":
+            return jsonify(error="servicio_no_disponible"), 503
+        if mode.name == "error_4xx":
+            return jsonify(error="solicitud_rechazada", detail="el destino rechazó el contenido"), 400
+        if mode.name == "timeout_before":
+            time.sleep(mode.delay_s)          # the caller gave up long ago; nothing was applied
+            return jsonify(error="tiempo_agotado"), 504
+        status, body = store.apply(key, payload, make_result)
+        if mode.name == "timeout_after":
+            time.sleep(mode.delay_s)          # applied, but the answer arrives after the caller's timeout
+        return jsonify(body), status
+
+    @app.get(f"/{resource}/<key>")
+    def show_effect(key: str):
+        effect = store.get(key)
+        if effect is None:
+            return jsonify(error="no_aplicada", key=key), 404
+        return jsonify(effect)
+
+    @app.get("/__sandbox/effects")
+    def list_effects():
+        return jsonify(store.effects())
+
+    @app.get("/__sandbox/mode")
+    def show_mode():
+        mode = modes.get()
+        return jsonify(mode=mode.name, times=mode.times, delay_s=mode.delay_s)
+
+    @app.post("/__sandbox/mode")
+    def change_mode():
+        body = request.get_json(silent=True) or {}
+        mode = body.get("mode", "ok")
+        times = body.get("times")
+        delay_s = body.get("delay_s", DEFAULT_DELAY_S)
+        if mode not in MODES:
+            return jsonify(error=f"mode must be one of {', '.join(MODES)}"), 400
+        if times is not None and (not isinstance(times, int) or times < 1):
+            return jsonify(error="times must be a positive whole number or omitted"), 400
+        if not isinstance(delay_s, int | float) or delay_s < 0:
+            return jsonify(error="delay_s must be a non-negative number"), 400
+        modes.set(Mode(mode, times, float(delay_s)))
+        return jsonify(mode=mode, times=times, delay_s=float(delay_s))
+
+    @app.post("/__sandbox/reset")
+    def reset():
+        store.reset()
+        modes.set(Mode())
+        return jsonify(status="reset")
+
+    @app.get("/__sandbox/health")
+    def health():
+        return jsonify(status="ok", fake=name)
+
+    return app
+
+
+def serve(name: str, resource: str, make_result: Callable[[int], dict]) -> None:
+    """Command-line entry point: `python -m sandbox.<name> --port N [--db PATH]`."""
+    parser = argparse.ArgumentParser(description=f"Sandboxed {name} fake for Nexo")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--db", help="SQLite file (default: a new temporary file)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    db_path = args.db or os.path.join(tempfile.mkdtemp(prefix=f"nexo-{name}-"), f"{name}.sqlite3")
+    app = create_fake(name, resource, db_path, make_result)
+    server = make_server(args.host, args.port, app, threaded=True)
+    logging.getLogger(f"sandbox.{name}").info("listening on http://%s:%d (storage %s)", args.host, args.port, db_path)
+    server.serve_forever()
