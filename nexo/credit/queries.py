@@ -1,0 +1,102 @@
+"""Read-only SQL behind the credit pages: the queue, its filters, the badge and the decided tab."""
+
+from __future__ import annotations
+
+QUEUE_LIMIT = 200
+
+_PENDING_SQL = """
+    SELECT o.id, o.created_at, o.total_cents, o.warehouse_id,
+           c.id AS client_id, c.name AS client_name, c.tier, c.credit_limit_cents, c.exposure_cents,
+           c.exposure_cents + o.total_cents - c.credit_limit_cents AS excess_cents,
+           u.id AS salesperson_id, u.full_name AS salesperson_name,
+           floor(extract(epoch FROM now() - o.created_at))::bigint AS waiting_s,
+           -- RN-07 is BLOCKED: the age of the soft reservations is shown, never an expiry.
+           floor(extract(epoch FROM now() - soft.oldest))::bigint AS soft_age_s,
+           soft.released_lines,
+           count(*) OVER () AS matching
+      FROM orders o
+      JOIN client c ON c.id = o.client_id
+      JOIN app_user u ON u.id = o.salesperson_id
+      LEFT JOIN LATERAL (
+           SELECT min(r.created_at) FILTER (WHERE r.kind = 'BLANDA' AND r.released_at IS NULL) AS oldest,
+                  count(*) FILTER (WHERE r.released_at IS NOT NULL) AS released_lines
+             FROM stock_reservation r WHERE r.order_id = o.id) soft ON true
+     WHERE o.status = 'PENDIENTE_AUTORIZACION'
+       AND (%(order_id)s::uuid IS NULL OR o.id = %(order_id)s::uuid)
+       AND (%(client_id)s::uuid IS NULL OR o.client_id = %(client_id)s::uuid)
+       AND (%(tier)s::text IS NULL OR c.tier = %(tier)s::text)
+       AND (%(salesperson_id)s::bigint IS NULL OR o.salesperson_id = %(salesperson_id)s::bigint)
+     ORDER BY o.created_at, o.id
+     LIMIT %(limit)s
+"""
+
+_LINES_SQL = """
+    SELECT ol.order_id, ol.sku, p.name, ol.quantity, ol.unit_price_cents,
+           ol.quantity * ol.unit_price_cents AS amount_cents,
+           r.kind AS reservation_kind, r.released_at,
+           s.on_hand - s.reserved AS available_now
+      FROM order_line ol
+      JOIN orders o ON o.id = ol.order_id
+      JOIN product p ON p.id = ol.product_id
+      LEFT JOIN stock_reservation r
+             ON r.order_id = ol.order_id AND r.product_id = ol.product_id AND r.warehouse_id = o.warehouse_id
+      LEFT JOIN stock_level s ON s.product_id = ol.product_id AND s.warehouse_id = o.warehouse_id
+     WHERE ol.order_id = ANY(%s)
+     ORDER BY ol.order_id, ol.sku
+"""
+
+
+def pending_orders(conn, *, order_id=None, client_id=None, tier: str | None = None,
+                   salesperson_id: int | None = None) -> list[dict]:
+    """Orders waiting for credit, oldest first, each with its client's figures and its lines."""
+    rows = conn.execute(_PENDING_SQL, {"order_id": order_id, "client_id": client_id, "tier": tier,
+                                       "salesperson_id": salesperson_id, "limit": QUEUE_LIMIT}).fetchall()
+    lines: dict = {}
+    if rows:
+        for line in conn.execute(_LINES_SQL, [[row["id"] for row in rows]]).fetchall():
+            lines.setdefault(line["order_id"], []).append(line)
+    return [{**row, "lines": lines.get(row["id"], [])} for row in rows]
+
+
+def pending_count(conn) -> int:
+    """How many orders wait for credit (the navigation badge)."""
+    return conn.execute(
+        "SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'").fetchone()["n"]
+
+
+def filter_choices(conn) -> dict:
+    """Clients and salespeople to filter the queue by (everyone who could appear in it)."""
+    clients = conn.execute("SELECT id, name, tier FROM client ORDER BY name").fetchall()
+    salespeople = conn.execute(
+        """
+        SELECT DISTINCT u.id, u.full_name
+          FROM app_user u
+          JOIN user_role ur ON ur.user_id = u.id
+          JOIN role_permission rp ON rp.role_name = ur.role_name AND rp.permission_name = 'orders.create'
+         ORDER BY u.full_name
+        """).fetchall()
+    return {"clients": clients, "salespeople": salespeople}
+
+
+def decided_orders(conn, *, limit: int, offset: int) -> tuple[list[dict], int]:
+    """Credit decisions, newest first, with who, when, why and the figures at decision time; and the total."""
+    total = conn.execute("SELECT count(*) AS n FROM orders WHERE decided_at IS NOT NULL").fetchone()["n"]
+    rows = conn.execute(
+        """
+        SELECT o.id, o.status, o.decided_at, o.decision_note, o.total_cents, o.created_at,
+               c.name AS client_name, c.tier, d.full_name AS decided_by_name, d.username AS decided_by_username,
+               s.full_name AS salesperson_name, a.action, a.details
+          FROM orders o
+          JOIN client c ON c.id = o.client_id
+          JOIN app_user s ON s.id = o.salesperson_id
+          LEFT JOIN app_user d ON d.id = o.decided_by
+          LEFT JOIN LATERAL (
+               SELECT action, details FROM audit_log
+                WHERE object_type = 'order' AND object_id = o.id::text
+                  AND action IN ('credit.approved', 'credit.rejected')
+                ORDER BY id DESC LIMIT 1) a ON true
+         WHERE o.decided_at IS NOT NULL
+         ORDER BY o.decided_at DESC, o.id
+         LIMIT %s OFFSET %s
+        """, [limit, offset]).fetchall()
+    return rows, total

@@ -1,0 +1,230 @@
+"""CU-02 use cases: the credit officer approves or rejects an order waiting for authorization.
+
+Each decision is ONE transaction (guarantee 7): the order's new state, its reservations, the client's
+exposure, the outbox events and the audit row are kept together or not at all. The relay is woken
+only after the commit (ADR-004). Business outcomes are values (the dataclasses below), never
+exceptions: the view maps them to 303 / 404 / 409.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from nexo import audit, metrics
+from nexo.credit import repository as repo
+from nexo.credit.events import order_event_payload
+from nexo.outbox import repository as outbox
+from nexo.outbox import wakeup
+
+log = logging.getLogger(__name__)
+
+EVENT_TYPES = ("order.handoff_requested", "billing.intent_recorded")
+
+
+@dataclass(frozen=True)
+class ApproveOrder:
+    """Authorize an order's excess over the client's limit.
+
+    seen_* are the figures the officer had on screen; when given, the approval only goes through if
+    they still hold ("approving re-checks nothing silently", CU-02).
+    """
+
+    order_id: uuid.UUID
+    officer_id: int
+    officer_username: str
+    note: str | None = None
+    seen_exposure_cents: int | None = None
+    seen_limit_cents: int | None = None
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RejectOrder:
+    """Refuse an order waiting for credit; the reason is required (CU-02)."""
+
+    order_id: uuid.UUID
+    officer_id: int
+    officer_username: str
+    reason: str
+    correlation_id: str | None = None
+
+    def __post_init__(self):
+        if not (self.reason or "").strip():
+            raise ValueError("RejectOrder needs a non-empty reason")
+
+
+@dataclass(frozen=True)
+class CreditFigures:
+    """The client's exposure and limit, and the order's total, at one moment."""
+
+    exposure_cents: int
+    limit_cents: int
+    total_cents: int
+
+    @property
+    def excess_cents(self) -> int:
+        """How far over the limit the client ends if this order is authorized (RN-01)."""
+        return self.exposure_cents + self.total_cents - self.limit_cents
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The decision was recorded: status CONFIRMADO or RECHAZADO."""
+
+    order_id: uuid.UUID
+    status: str
+    figures: CreditFigures
+    event_ids: tuple = ()
+
+
+@dataclass(frozen=True)
+class AlreadyDecided:
+    """The order is no longer pending; decided_by is None when nobody from credit decided it."""
+
+    order_id: uuid.UUID
+    status: str
+    decided_by: str | None
+    decided_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NotFound:
+    """No order with that id."""
+
+    order_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class FiguresChanged:
+    """The client's credit moved since the officer looked: nothing was approved, she must look again."""
+
+    order_id: uuid.UUID
+    seen: CreditFigures
+    current: CreditFigures
+
+
+@dataclass(frozen=True)
+class ReservationReleased:
+    """Some of the order's units are no longer reserved: approving would confirm unreserved stock."""
+
+    order_id: uuid.UUID
+    skus: tuple[str, ...]
+
+
+DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased
+
+
+def approve_order(db, cmd: ApproveOrder) -> DecisionResult:
+    """Confirm a pending order: reservations FIRME, exposure += total, two outbox events, audit row."""
+    started = time.perf_counter()
+    with db.transaction() as tx:
+        result = _approve(tx.conn, cmd)
+        if isinstance(result, Decided):
+            tx.commit()
+        # Any other outcome leaves the transaction uncommitted: it rolls back, status update included.
+    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + _outcome(result))
+    if isinstance(result, Decided):
+        wakeup.request_delivery(result.event_ids)    # after the commit, never inside it (ADR-004)
+    log.info("approve_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, _outcome(result))
+    return result
+
+
+def reject_order(db, cmd: RejectOrder) -> DecisionResult:
+    """Refuse a pending order: status RECHAZADO, soft reservations released, audit row with the reason."""
+    started = time.perf_counter()
+    with db.transaction() as tx:
+        result = _reject(tx.conn, cmd)
+        if isinstance(result, Decided):
+            tx.commit()
+    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + _outcome(result))
+    log.info("reject_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, _outcome(result))
+    return result
+
+
+def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
+    # Lock order: order row (this UPDATE) -> client row -> reservations (see repository docstring).
+    order = repo.mark_decided(conn, cmd.order_id, status="CONFIRMADO", billing_status="PENDIENTE_FACTURACION",
+                              officer_id=cmd.officer_id, note=_clean(cmd.note))
+    if order is None:
+        return _not_pending(conn, cmd.order_id)
+    client = repo.lock_client(conn, order["client_id"])
+    now = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
+    seen = CreditFigures(_given(cmd.seen_exposure_cents, now.exposure_cents),
+                         _given(cmd.seen_limit_cents, now.limit_cents), now.total_cents)
+    reservations = repo.lock_reservations(conn, cmd.order_id)
+    # Laura must not confirm what nobody reserved (CU-02): a released (or missing) reservation refuses.
+    released = tuple(r["sku"] for r in reservations if r["released_at"] is not None)
+    if released or not reservations:
+        return ReservationReleased(cmd.order_id, released)
+    if seen != now:
+        return FiguresChanged(cmd.order_id, seen=seen, current=now)
+    repo.make_reservations_firm(conn, cmd.order_id)
+    exposure_after = repo.add_exposure(conn, order["client_id"], order["total_cents"])
+    payload = order_event_payload(conn, cmd.order_id)
+    event_ids = tuple(outbox.add_event(conn, order_id=cmd.order_id, event_type=event_type, payload=payload,
+                                       request_id=cmd.correlation_id) for event_type in EVENT_TYPES)
+    audit.append(conn, actor=cmd.officer_username, action="credit.approved", object_type="order",
+                 object_id=cmd.order_id, details={
+                     **_figures_details(client, now),
+                     "exposure_after_cents": exposure_after,
+                     # False when the request carried no figures (a bare POST): approved on these figures
+                     # without the officer having been shown them.
+                     "figures_confirmed": cmd.seen_exposure_cents is not None,
+                     "note": _clean(cmd.note),
+                     "event_ids": [str(e) for e in event_ids]})
+    return Decided(cmd.order_id, "CONFIRMADO", now, event_ids)
+
+
+def _reject(conn, cmd: RejectOrder) -> DecisionResult:
+    order = repo.mark_decided(conn, cmd.order_id, status="RECHAZADO", billing_status="NO_APLICA",
+                              officer_id=cmd.officer_id, note=cmd.reason.strip())
+    if order is None:
+        return _not_pending(conn, cmd.order_id)
+    client = repo.read_client(conn, order["client_id"])
+    figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
+    held = [r for r in repo.lock_reservations(conn, cmd.order_id)
+            if r["kind"] == "BLANDA" and r["released_at"] is None]
+    for r in held:   # already in SKU order: the same order as order entry's reservations (ADR-002)
+        repo.give_back_stock(conn, r["product_id"], r["warehouse_id"], r["quantity"])
+    repo.mark_reservations_released(conn, cmd.order_id)
+    audit.append(conn, actor=cmd.officer_username, action="credit.rejected", object_type="order",
+                 object_id=cmd.order_id, details={
+                     **_figures_details(client, figures),
+                     "reason": cmd.reason.strip(),
+                     "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in held]})
+    return Decided(cmd.order_id, "RECHAZADO", figures)
+
+
+def _not_pending(conn, order_id) -> AlreadyDecided | NotFound:
+    row = repo.find_decision(conn, order_id)
+    if row is None:
+        return NotFound(order_id)
+    return AlreadyDecided(order_id, row["status"], row["decided_by_name"], row["decided_at"])
+
+
+def _figures_details(client, figures: CreditFigures) -> dict:
+    return {"client_id": str(client["id"]), "client_name": client["name"], "tier": client["tier"],
+            "limit_cents": figures.limit_cents, "exposure_cents": figures.exposure_cents,
+            "total_cents": figures.total_cents, "excess_cents": figures.excess_cents}
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _clean(note: str | None) -> str | None:
+    return (note or "").strip() or None
+
+
+_OUTCOMES = {AlreadyDecided: "already_decided", NotFound: "not_found", FiguresChanged: "figures_changed",
+             ReservationReleased: "reservation_released"}
+
+
+def _outcome(result: DecisionResult) -> str:
+    if isinstance(result, Decided):
+        return "approved" if result.status == "CONFIRMADO" else "rejected"
+    return _OUTCOMES[type(result)]

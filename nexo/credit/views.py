@@ -1,0 +1,120 @@
+"""The credit officer's pages (CU-02): the queue, approve, reject and the decided tab."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qsl
+
+from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from nexo.auth.permissions import permission_required
+from nexo.credit import formatting, queries, service
+from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
+from nexo.errors import render_error
+from nexo.extensions import get_db
+from nexo.navigation import NAV_BADGES
+from nexo.unknowns import UNKNOWNS
+
+bp = Blueprint("credit", __name__, url_prefix="/credit")
+log = logging.getLogger(__name__)
+
+PERMISSION = "credit.authorize"
+DECIDED_PAGE_SIZE = 50
+# RN-02 and RN-07 are BLOCKED: the queue names the questions instead of inventing the numbers.
+OPEN_QUESTIONS = {u.key: u for u in UNKNOWNS if u.key in ("RN-02", "RN-07")}
+
+
+@bp.context_processor
+def helpers():
+    return {"ars": formatting.ars, "duration": formatting.duration, "moment": formatting.moment,
+            "open_questions": OPEN_QUESTIONS}
+
+
+@bp.route("/queue")
+@permission_required(PERMISSION)
+def queue():
+    """Orders waiting for credit, oldest first, with the figures the decision needs."""
+    filters = QueueFilters.from_args(request.args)
+    with get_db().reading() as conn:
+        orders = queries.pending_orders(conn, client_id=filters.client_id, tier=filters.tier,
+                                        salesperson_id=filters.salesperson_id)
+        choices = queries.filter_choices(conn)
+    return render_template("credit/queue.html", orders=orders, filters=filters, choices=choices,
+                           filters_qs=request.query_string.decode("ascii", "replace"),
+                           queue_limit=queries.QUEUE_LIMIT)
+
+
+@bp.route("/queue/<uuid:order_id>/approve", methods=["POST"])
+@permission_required(PERMISSION)
+def approve(order_id):
+    """Authorize the order's excess: 303 to the queue, or 409 saying what stands in the way."""
+    form = ApproveForm()
+    if not form.validate_on_submit():
+        return render_error(400, "No se registró la autorización: " + _first_error(form))
+    result = service.approve_order(get_db(), service.ApproveOrder(
+        order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
+        note=form.note.data, seen_exposure_cents=form.seen_exposure_cents.data,
+        seen_limit_cents=form.seen_limit_cents.data, correlation_id=g.get("request_id")))
+    return _respond(result, form)
+
+
+@bp.route("/queue/<uuid:order_id>/reject", methods=["POST"])
+@permission_required(PERMISSION)
+def reject(order_id):
+    """Refuse the order (reason required): 303 to the queue, 400 without a reason, 409 if not pending."""
+    form = RejectForm()
+    if not form.validate_on_submit():
+        with get_db().reading() as conn:
+            orders = queries.pending_orders(conn, order_id=order_id)
+        return render_template("credit/reject.html", form=form, order=orders[0] if orders else None,
+                               order_id=order_id), 400
+    result = service.reject_order(get_db(), service.RejectOrder(
+        order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
+        reason=form.reason.data, correlation_id=g.get("request_id")))
+    return _respond(result, form)
+
+
+@bp.route("/decided")
+@permission_required(PERMISSION)
+def decided():
+    """Who decided what, when and why, newest first."""
+    page = request.args.get("page", "1")
+    page = int(page) if page.isdigit() and 0 < int(page) < 100_000 else 1
+    with get_db().reading() as conn:
+        rows, total = queries.decided_orders(conn, limit=DECIDED_PAGE_SIZE, offset=(page - 1) * DECIDED_PAGE_SIZE)
+    return render_template("credit/decided.html", rows=rows, total=total, page=page,
+                           has_next=page * DECIDED_PAGE_SIZE < total)
+
+
+def _respond(result: service.DecisionResult, form):
+    back = url_for("credit.queue", **QueueFilters.from_args(dict(parse_qsl(form.filters.data or ""))).query_args())
+    if isinstance(result, service.Decided):
+        word = "autorizado y confirmado" if result.status == "CONFIRMADO" else "rechazado"
+        flash(f"Pedido {str(result.order_id)[:8]} {word}.", "info")
+        return redirect(back, 303)
+    if isinstance(result, service.NotFound):
+        return render_error(404, "Ese pedido no existe.")
+    if isinstance(result, service.FiguresChanged):
+        # 409: the approval conflicts with the client's current state. Nothing was approved; the page
+        # shows before/after and a second form that carries the new figures (CU-02: no silent re-check).
+        return render_template("credit/confirm_again.html", result=result, form=form, back=back), 409
+    kind = "already_decided" if isinstance(result, service.AlreadyDecided) else "reservation_released"
+    return render_template("credit/conflict.html", result=result, kind=kind, back=back), 409
+
+
+def _first_error(form) -> str:
+    return next((errors[0] for errors in form.errors.values() if errors), "datos inválidos.")
+
+
+def pending_badge() -> int | None:
+    """The count of orders waiting for credit, for the navigation; None (no badge) on any error."""
+    try:
+        with get_db().reading() as conn:
+            return queries.pending_count(conn) or None
+    except Exception:  # a badge is never a reason to fail a page
+        log.warning("credit badge unavailable", exc_info=True)
+        return None
+
+
+NAV_BADGES["credit.queue"] = pending_badge
