@@ -1,0 +1,113 @@
+"""Shape of the order form: the requestId, client, warehouse, delivery method and the line rows.
+
+Only shape is checked here (types, ranges, duplicates); whether a SKU exists, has a price or has stock
+is the use case's business (RN-03, ADR-002) and comes back as a 422, not a 400.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from flask_wtf import FlaskForm
+from wtforms import StringField
+from wtforms.validators import Length, Optional
+
+from nexo.orders.commands import MAX_LINE_QUANTITY, MAX_LINES, OrderLineRequest
+from nexo.orders.fingerprint import normalise_sku
+
+MIN_ROWS = 5
+_LINE_KEY = re.compile(r"^lines-(\d{1,4})-(sku|quantity)$")
+_DIGITS = re.compile(r"^\d{1,9}$")
+MAX_SKU_LENGTH = 40
+
+
+class OrderForm(FlaskForm):
+    """The header fields; choices are checked against the database by the view (they change over time)."""
+
+    class Meta:
+        # CSRFProtect already guards every POST of the app (nexo/extensions.py); checking twice adds nothing.
+        csrf = False
+
+    request_id = StringField()
+    client_id = StringField()
+    deposit_id = StringField()
+    delivery_method = StringField(validators=[Optional(), Length(max=60, message="Hasta 60 caracteres.")])
+
+
+@dataclass
+class LineRow:
+    """One row of the form as typed, with its error (shape) or rejection reason (business)."""
+
+    sku: str = ""
+    quantity: str = ""
+    error: str | None = None
+    reason: str | None = None
+
+    @property
+    def normalised_sku(self) -> str:
+        """The SKU as the catalog spells it."""
+        return normalise_sku(self.sku)
+
+
+def parse_uuid(value: str | None) -> uuid.UUID | None:
+    """A UUID from form text, or None when it is missing or malformed."""
+    try:
+        return uuid.UUID((value or "").strip())
+    except ValueError:
+        return None
+
+
+def read_rows(formdata) -> tuple[list[LineRow], str | None]:
+    """The line rows posted (in index order) and a form-level error, if any (too many rows)."""
+    cells: dict[int, dict[str, str]] = {}
+    for key in formdata.keys():
+        match = _LINE_KEY.match(key)
+        if match:
+            cells.setdefault(int(match.group(1)), {})[match.group(2)] = formdata.get(key, "")
+    rows = [LineRow(cells[i].get("sku", "").strip(), cells[i].get("quantity", "").strip()) for i in sorted(cells)]
+    rows = [row for row in rows if row.sku or row.quantity]
+    if len(rows) > MAX_LINES:
+        return rows[:MAX_LINES], f"Un pedido admite hasta {MAX_LINES} líneas."
+    return rows, None
+
+
+def check_rows(rows: list[LineRow]) -> tuple[list[OrderLineRequest], str | None]:
+    """Validate each row's shape (sets row.error) and return the lines, plus a form-level error."""
+    lines: list[OrderLineRequest] = []
+    first_row_of: dict[str, int] = {}
+    for position, row in enumerate(rows, start=1):
+        row.error = _row_error(row)
+        sku = row.normalised_sku
+        if row.error is None and sku in first_row_of:
+            row.error = f"El SKU {sku} ya está en la línea {first_row_of[sku]}: sumá las cantidades en una sola línea."
+        first_row_of.setdefault(sku, position)
+        if row.error is None:
+            lines.append(OrderLineRequest(sku, int(row.quantity)))
+    if not rows:
+        return lines, "Cargá al menos una línea con SKU y cantidad."
+    return lines, None
+
+
+def _row_error(row: LineRow) -> str | None:
+    if not row.sku:
+        return "Falta el SKU."
+    if len(row.sku) > MAX_SKU_LENGTH:
+        return f"El SKU no puede tener más de {MAX_SKU_LENGTH} caracteres."
+    if not row.quantity:
+        return "Falta la cantidad."
+    if not _DIGITS.match(row.quantity):
+        return "La cantidad debe ser un número entero positivo, sin decimales ni signos."
+    quantity = int(row.quantity)
+    if quantity == 0:
+        return "La cantidad debe ser mayor que cero."
+    if quantity > MAX_LINE_QUANTITY:
+        # An input sanity bound (commands.MAX_LINE_QUANTITY), not a business limit.
+        return f"La cantidad supera el máximo de {MAX_LINE_QUANTITY:,} unidades por línea.".replace(",", ".")
+    return None
+
+
+def padded(rows: list[LineRow], minimum: int = MIN_ROWS) -> list[LineRow]:
+    """The rows plus empty ones up to the minimum, so the salesperson always has room to type."""
+    return rows + [LineRow() for _ in range(max(0, minimum - len(rows)))]

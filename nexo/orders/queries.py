@@ -1,0 +1,98 @@
+"""Read models of the order pages: the form's catalog and selects, an order with its effects, my orders."""
+
+from __future__ import annotations
+
+
+def clients(conn) -> list[dict]:
+    """Clients for the form's select, by name."""
+    return conn.execute("SELECT id, name, tier FROM client ORDER BY name").fetchall()
+
+
+def warehouses(conn) -> list[dict]:
+    """Warehouses (code and name) for the form's select."""
+    return conn.execute("SELECT id, name FROM warehouse ORDER BY id").fetchall()
+
+
+def catalog(conn) -> list[dict]:
+    """Every product with its server price (None: no authoritative price) and availability per warehouse."""
+    return conn.execute(
+        """
+        SELECT p.sku, p.name, pl.price_cents,
+               coalesce(jsonb_object_agg(s.warehouse_id, s.on_hand - s.reserved)
+                        FILTER (WHERE s.warehouse_id IS NOT NULL), '{}'::jsonb) AS available
+          FROM product p
+          LEFT JOIN price_list pl ON pl.product_id = p.id
+          LEFT JOIN stock_level s ON s.product_id = p.id
+         GROUP BY p.sku, p.name, pl.price_cents
+         ORDER BY p.sku
+        """).fetchall()
+
+
+def order_header(conn, order_id) -> dict | None:
+    """The order with its client, warehouse, salesperson and credit decision, or None."""
+    return conn.execute(
+        """
+        SELECT o.*, c.name AS client_name, c.tier AS client_tier, c.credit_limit_cents, c.exposure_cents,
+               w.name AS warehouse_name, s.username AS salesperson_username, s.full_name AS salesperson_name,
+               d.username AS decided_by_username, d.full_name AS decided_by_name
+          FROM orders o
+          JOIN client c ON c.id = o.client_id
+          JOIN warehouse w ON w.id = o.warehouse_id
+          JOIN app_user s ON s.id = o.salesperson_id
+          LEFT JOIN app_user d ON d.id = o.decided_by
+         WHERE o.id = %s
+        """, [order_id]).fetchone()
+
+
+def order_lines(conn, order_id) -> list[dict]:
+    """The order's lines with the prices charged, by SKU."""
+    return conn.execute(
+        """
+        SELECT l.sku, p.name, l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents AS amount_cents
+          FROM order_line l JOIN product p ON p.id = l.product_id
+         WHERE l.order_id = %s ORDER BY l.sku
+        """, [order_id]).fetchall()
+
+
+def order_reservations(conn, order_id) -> list[dict]:
+    """The order's stock reservations (kind, quantity, expiry, release), by SKU."""
+    return conn.execute(
+        """
+        SELECT p.sku, r.warehouse_id, r.quantity, r.kind, r.expires_at, r.created_at, r.released_at
+          FROM stock_reservation r JOIN product p ON p.id = r.product_id
+         WHERE r.order_id = %s ORDER BY p.sku
+        """, [order_id]).fetchall()
+
+
+def order_events(conn, order_id) -> list[dict]:
+    """The order's outbox events with attempts, last error and the latest dead letter, if any."""
+    return conn.execute(
+        """
+        SELECT e.id, e.event_type, e.destination, e.status, e.attempts, e.last_error, e.next_attempt_at,
+               e.delivered_at, e.created_at,
+               dl.status AS dead_letter_status, dl.resolved_by, dl.resolution_note, dl.resolved_at
+          FROM outbox_event e
+          LEFT JOIN LATERAL (SELECT d.status, d.resolved_by, d.resolution_note, d.resolved_at
+                               FROM dead_letter d WHERE d.event_id = e.id
+                              ORDER BY d.created_at DESC, d.id DESC LIMIT 1) dl ON true
+         WHERE e.aggregate_id = %s ORDER BY e.created_at, e.event_type
+        """, [order_id]).fetchall()
+
+
+def order_audit(conn, order_id) -> list[dict]:
+    """Audit rows about the order (e.g. the credit decision), oldest first."""
+    return conn.execute(
+        """
+        SELECT occurred_at, actor, action, details FROM audit_log
+         WHERE object_type = 'order' AND object_id = %s ORDER BY occurred_at, id
+        """, [str(order_id)]).fetchall()
+
+
+def orders_of_salesperson(conn, salesperson_id: int, limit: int = 200) -> list[dict]:
+    """The salesperson's own orders, newest first."""
+    return conn.execute(
+        """
+        SELECT o.id, o.status, o.billing_status, o.total_cents, o.created_at, o.warehouse_id, c.name AS client_name
+          FROM orders o JOIN client c ON c.id = o.client_id
+         WHERE o.salesperson_id = %s ORDER BY o.created_at DESC, o.id LIMIT %s
+        """, [salesperson_id, limit]).fetchall()

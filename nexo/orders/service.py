@@ -1,0 +1,168 @@
+"""CU-01 create_order: one transaction that claims the intent, prices, decides credit, reserves and records.
+
+Lock order inside the transaction: idempotency key row → client row → stock rows in SKU order. The
+credit approval (nexo/credit) takes order row → client → stock in SKU order, so no two writers ever
+wait for each other in a circle (ADR-002).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from nexo import metrics
+from nexo.orders import repository as repo
+from nexo.orders.commands import (
+    CONFIRMED,
+    CONFLICT,
+    INSUFFICIENT_STOCK,
+    INVALID,
+    INVALID_SKU,
+    PENDING_AUTHORIZATION,
+    PRICE_SOURCE_UNAVAILABLE,
+    REJECTED,
+    REPLAYED,
+    CreateOrder,
+    LineProblem,
+    OrderResult,
+    validate,
+)
+from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
+from nexo.outbox import repository as outbox
+from nexo.outbox import wakeup
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _PricedLine:
+    product_id: object
+    sku: str
+    quantity: int
+    unit_price_cents: int
+
+
+def create_order(db, cmd: CreateOrder) -> OrderResult:
+    """Create the order of one salesperson intent, or replay / refuse it; see the module docstring."""
+    errors = validate(cmd)
+    if errors:
+        return OrderResult(INVALID, field_errors=errors)
+    started = time.perf_counter()
+    event_ids: list = []
+    with db.transaction() as tx:
+        result = _decide(tx.conn, cmd, event_ids)
+        if result.created:
+            tx.commit()
+        # Every other outcome leaves the block uncommitted: the transaction rolls back, key included
+        # (ADR-005: a business rejection is evaluated again on retry).
+    metrics.observe_order_transaction(time.perf_counter() - started, result.outcome)
+    if result.outcome == CONFLICT:
+        metrics.count_request_id_reused()
+    if event_ids:
+        wakeup.request_delivery(event_ids)     # after the commit, never inside it (ADR-004)
+    log.info("create_order request=%s outcome=%s order=%s reasons=%s", cmd.request_id, result.outcome,
+             result.order_id, ",".join(result.reasons) or "-")
+    return result
+
+
+def command_fingerprint(cmd: CreateOrder, version: int = FINGERPRINT_VERSION) -> str:
+    """The ADR-006 fingerprint of a command, in the given version."""
+    return fingerprint(cmd.client_id, cmd.warehouse_id, [(line.sku, line.quantity) for line in cmd.lines], version)
+
+
+def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
+    # 1. Claim the intent first, inside the transaction (RN-06, ADR-005, ADR-007).
+    claim = repo.claim_request(conn, cmd.request_id, command_fingerprint(cmd), FINGERPRINT_VERSION)
+    if not claim.inserted:
+        return _replay_or_conflict(conn, cmd, claim)
+    client = repo.find_client(conn, cmd.client_id)
+    if client is None:
+        return OrderResult(INVALID, field_errors={"client_id": "El cliente elegido no existe."})
+    if not repo.warehouse_exists(conn, cmd.warehouse_id):
+        return OrderResult(INVALID, field_errors={"deposit_id": "El depósito elegido no existe."})
+
+    # 2. Prices come from the server's price list only (RN-03).
+    priced, problems = _price_lines(conn, cmd)
+    if problems:
+        return OrderResult(REJECTED, problems=tuple(problems))
+    total_cents = sum(line.quantity * line.unit_price_cents for line in priced)
+
+    # 3. Credit (RN-01) as one conditional UPDATE. RN-02's platinum tolerance is BLOCKED, so any
+    #    excess, a platinum's included, waits for the credit officer; exposure is added on approval.
+    approved = repo.charge_credit(conn, cmd.client_id, total_cents)
+    status = "CONFIRMADO" if approved else "PENDIENTE_AUTORIZACION"
+
+    # 4. The order, its lines at list price, and the key pointing at it.
+    order_id = uuid.uuid4()
+    repo.insert_order(conn, order_id=order_id, client_id=cmd.client_id, warehouse_id=cmd.warehouse_id,
+                      salesperson_id=cmd.salesperson_id, status=status, total_cents=total_cents,
+                      billing_status="PENDIENTE_FACTURACION" if approved else "NO_APLICA",
+                      delivery_method=cmd.delivery_method or None)
+    for line in priced:
+        repo.insert_line(conn, order_id=order_id, product_id=line.product_id, sku=line.sku,
+                         quantity=line.quantity, unit_price_cents=line.unit_price_cents)
+    repo.link_request_to_order(conn, cmd.request_id, order_id)
+
+    # 5. Reserve in SKU order (ADR-002). Keep going after a refusal so the salesperson sees every
+    #    short line at once; the rollback undoes the reservations that did succeed.
+    kind = "FIRME" if approved else "BLANDA"
+    problems = []
+    for line in priced:
+        if repo.reserve_line(conn, line.product_id, cmd.warehouse_id, line.quantity):
+            repo.insert_reservation(conn, order_id=order_id, product_id=line.product_id,
+                                    warehouse_id=cmd.warehouse_id, quantity=line.quantity, kind=kind)
+        else:
+            problems.append(LineProblem(line.sku, INSUFFICIENT_STOCK))
+    if problems:
+        return OrderResult(REJECTED, problems=tuple(problems))
+
+    # 6. Only a confirmed order tells the warehouse and the fiscal provider, through the outbox (ADR-004).
+    if approved:
+        payload = _event_payload(order_id, client, cmd.warehouse_id, priced, total_cents)
+        for event_type in ("order.handoff_requested", "billing.intent_recorded"):
+            event_ids.append(outbox.add_event(conn, order_id=order_id, event_type=event_type, payload=payload,
+                                              request_id=cmd.correlation_id))
+    return OrderResult(CONFIRMED if approved else PENDING_AUTHORIZATION, order_id=order_id, order_status=status)
+
+
+def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResult:
+    # The stored fingerprint is compared in its own version, so a new normalisation never turns an
+    # old retry into a false conflict (ADR-006). A version this code cannot compute is a conflict:
+    # refusing is safe, replaying something we cannot compare is not.
+    if not is_known_version(claim.fingerprint_version) \
+            or command_fingerprint(cmd, claim.fingerprint_version) != claim.request_hash:
+        return OrderResult(CONFLICT)
+    if claim.order_id is None:
+        # A committed key always has its order (rejections roll the key back); anything else is a bug.
+        raise RuntimeError(f"idempotency key {cmd.request_id} is committed without an order")
+    return OrderResult(REPLAYED, order_id=claim.order_id, order_status=repo.order_status(conn, claim.order_id))
+
+
+def _price_lines(conn, cmd: CreateOrder) -> tuple[list[_PricedLine], list[LineProblem]]:
+    wanted = sorted((normalise_sku(line.sku), line.quantity) for line in cmd.lines)
+    catalog = repo.products_with_prices(conn, [sku for sku, _ in wanted])
+    priced, problems = [], []
+    for sku, quantity in wanted:
+        product = catalog.get(sku)
+        if product is None:
+            problems.append(LineProblem(sku, INVALID_SKU))
+        elif product["price_cents"] is None:
+            problems.append(LineProblem(sku, PRICE_SOURCE_UNAVAILABLE))
+        else:
+            priced.append(_PricedLine(product["product_id"], sku, quantity, product["price_cents"]))
+    return priced, problems
+
+
+def _event_payload(order_id, client: dict, warehouse_id: str, lines: list[_PricedLine], total_cents: int) -> dict:
+    # What the warehouse needs to prepare and the fiscal provider needs to invoice; ids as strings.
+    return {
+        "order_id": str(order_id),
+        "client": {"id": str(client["id"]), "name": client["name"], "tier": client["tier"]},
+        "warehouse_id": warehouse_id,
+        "currency": "ARS",
+        "lines": [{"sku": line.sku, "quantity": line.quantity, "unit_price_cents": line.unit_price_cents,
+                   "amount_cents": line.quantity * line.unit_price_cents} for line in lines],
+        "total_cents": total_cents,
+    }

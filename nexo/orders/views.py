@@ -1,0 +1,125 @@
+"""Order pages: the form (GET/POST /orders/new), one order (/orders/<id>) and my orders (/orders)."""
+
+from __future__ import annotations
+
+import uuid
+
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
+from flask_login import current_user
+
+from nexo.auth.permissions import permission_required
+from nexo.extensions import get_db
+from nexo.orders import commands, queries, service
+from nexo.orders.formatting import format_ars, format_local
+from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
+
+bp = Blueprint("orders", __name__)
+bp.add_app_template_filter(format_ars, "ars")
+bp.add_app_template_filter(format_local, "local_time")
+
+# Who may look at any order besides the salesperson who entered it.
+ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
+_REPLAYED_KEY = "orders.replayed"
+
+
+@bp.route("/orders/new", methods=["GET", "POST"])
+@permission_required("orders.create")
+def new_order():
+    """Show a fresh order form, or take a posted one through create_order (CU-01)."""
+    if request.method == "GET":
+        rows = request.args.get("rows", type=int) or MIN_ROWS
+        return _render_form(OrderForm(formdata=None), str(uuid.uuid4()), padded([], min(max(rows, MIN_ROWS),
+                                                                                     commands.MAX_LINES)))
+    form = OrderForm()
+    with get_db().reading() as conn:
+        client_ids = {str(c["id"]) for c in queries.clients(conn)}
+        warehouse_ids = {w["id"] for w in queries.warehouses(conn)}
+    rows, errors = _validate(form, client_ids, warehouse_ids)
+    request_id = parse_uuid(form.request_id.data)
+    if errors or any(row.error for row in rows):
+        return _render_form(form, str(request_id or uuid.uuid4()), padded(rows), errors, 400)
+    cmd = commands.CreateOrder(
+        request_id=request_id, client_id=uuid.UUID(form.client_id.data), warehouse_id=form.deposit_id.data,
+        lines=tuple(check_rows(rows)[0]), salesperson_id=current_user.id,
+        delivery_method=(form.delivery_method.data or "").strip() or None, correlation_id=g.get("request_id"))
+    result = service.create_order(get_db(), cmd)
+    return _respond(result, form, rows, str(request_id))
+
+
+def _validate(form: OrderForm, client_ids: set[str], warehouse_ids: set[str]) -> tuple[list[LineRow], dict]:
+    errors: dict[str, str] = {}
+    form.validate()    # runs the field validators (delivery_method length); CSRF is checked globally
+    if form.delivery_method.errors:
+        errors["delivery_method"] = form.delivery_method.errors[0]
+    if parse_uuid(form.request_id.data) is None:
+        errors["request_id"] = ("Este formulario no tiene un identificador válido. Abrí un pedido nuevo "
+                                "desde «Nuevo pedido».")
+    client = parse_uuid(form.client_id.data)
+    if client is None or str(client) not in client_ids:
+        errors["client_id"] = "Elegí un cliente de la lista."
+    if (form.deposit_id.data or "") not in warehouse_ids:
+        errors["deposit_id"] = "Elegí un depósito de la lista."
+    rows, too_many = read_rows(request.form)
+    _, no_lines = check_rows(rows)
+    if too_many or no_lines:
+        errors["lines"] = too_many or no_lines
+    return rows, errors
+
+
+def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow], request_id: str):
+    if result.outcome == commands.REPLAYED:
+        # Shown once by show_order; kept out of the URL so the redirect is exactly /orders/<id>.
+        session[_REPLAYED_KEY] = str(result.order_id)
+        return redirect(url_for("orders.show_order", order_id=result.order_id), 303)
+    if result.created:
+        flash("Pedido registrado." if result.outcome == commands.CONFIRMED
+              else "Pedido registrado, pero NO confirmado: espera autorización de crédito.", "info")
+        return redirect(url_for("orders.show_order", order_id=result.order_id), 303)
+    if result.outcome == commands.CONFLICT:
+        return render_template("orders/conflict.html", request_id=request_id), 409
+    if result.outcome == commands.REJECTED:
+        reasons = {p.sku: p.reason for p in result.problems}
+        for row in rows:
+            row.reason = reasons.get(row.normalised_sku)
+        return _render_form(form, request_id, padded(rows), {}, 422, problems=result.problems)
+    return _render_form(form, request_id, padded(rows), dict(result.field_errors), 400)
+
+
+def _render_form(form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None,
+                 status: int = 200, problems=()):
+    with get_db().reading() as conn:
+        context = {"clients": queries.clients(conn), "warehouses": queries.warehouses(conn),
+                   "catalog": queries.catalog(conn)}
+    return render_template("orders/new.html", form=form, request_id=request_id, rows=rows, errors=errors or {},
+                           problems=problems, more_rows=min(len(rows) + MIN_ROWS, commands.MAX_LINES),
+                           max_rows=commands.MAX_LINES, **context), status
+
+
+@bp.route("/orders/<uuid:order_id>")
+def show_order(order_id: uuid.UUID):
+    """One order with its lines, reservations, credit decision and deliveries (owner, credit, admins)."""
+    with get_db().reading() as conn:
+        order = queries.order_header(conn, order_id)
+        if order is None or not _may_view(order):
+            abort(404)     # a stranger's order looks exactly like a missing one
+        details = {"lines": queries.order_lines(conn, order_id),
+                   "reservations": queries.order_reservations(conn, order_id),
+                   "events": queries.order_events(conn, order_id),
+                   "audit": queries.order_audit(conn, order_id)}
+    replayed = session.pop(_REPLAYED_KEY, None) == str(order_id)
+    return render_template("orders/show.html", order=order, replayed=replayed, **details)
+
+
+def _may_view(order: dict) -> bool:
+    if order["salesperson_id"] == current_user.id:
+        return True
+    return any(current_user.can(permission) for permission in ORDER_VIEWER_PERMISSIONS)
+
+
+@bp.route("/orders")
+@permission_required("orders.create")
+def list_orders():
+    """The logged-in salesperson's own orders, newest first."""
+    with get_db().reading() as conn:
+        orders = queries.orders_of_salesperson(conn, current_user.id)
+    return render_template("orders/list.html", orders=orders)
