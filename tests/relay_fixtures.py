@@ -203,11 +203,13 @@ class RelayProcesses:
         return self._start("jobs.sweeper", m, env)
 
     def kill(self, proc: subprocess.Popen) -> None:
-        """kill -9 the process and its process group (a forked work horse dies with it)."""
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """kill -9 the process, its process group and its children (an rq work horse has its own group)."""
+        children = _children(proc.pid)
+        for target in (proc.pid, *children):
+            try:
+                os.killpg(target, signal.SIGKILL) if target == proc.pid else os.kill(target, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         proc.wait(timeout=10)
 
     def stop(self, proc: subprocess.Popen) -> None:
@@ -233,6 +235,27 @@ class RelayProcesses:
     def log(self, proc: subprocess.Popen) -> str:
         """Everything the process wrote so far."""
         return self._logs[proc.pid].read_text(errors="replace")
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of a process, read from /proc (Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def relay_settings():
+    """Settings with the test cadences (RELAY_TEST_ENV), e.g. for request_delivery's job timeout."""
+    from nexo.settings import Settings
+
+    return Settings.from_env({**os.environ, **RELAY_TEST_ENV})
 
 
 @pytest.fixture

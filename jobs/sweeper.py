@@ -1,0 +1,42 @@
+"""The relay sweeper process (`python -m jobs.sweeper`): every RELAY_SWEEP_INTERVAL_S, get due events delivered.
+
+A plain loop rather than rq's CronScheduler: the sweeper is what must keep working when Redis is down
+(it then delivers events itself), and a scheduler that lives in Redis would stop with it (ADR-008).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+from nexo.extensions import make_redis
+from nexo.observability import configure_logging
+from nexo.outbox import relay, sweeper
+from nexo.settings import SettingsError
+
+log = logging.getLogger("jobs.sweeper")
+
+
+def main() -> int:
+    """Validate the settings (fail fast), then sweep until SIGTERM/SIGINT."""
+    configure_logging()
+    try:
+        ctx = relay.context("sweeper")
+    except SettingsError as exc:
+        print(f"nexo sweeper: configuration error: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    cadence = ctx.settings.relay
+    log.info("sweeper %s: every %.1f s (lease %.1f s, delivery timeout %.1f s)", ctx.worker,
+             cadence.sweep_interval_s, cadence.lease_s, cadence.delivery_timeout_s)
+    sweeper.run_forever(ctx, make_redis(ctx.settings.redis_url), stop)
+    log.info("sweeper %s: stopped", ctx.worker)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

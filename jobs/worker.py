@@ -1,0 +1,72 @@
+"""An RQ worker for the relay's wake-up jobs (`python -m jobs.worker`).
+
+Settings are validated first, so an inconsistent relay cadence stops start-up with a clear message
+(check_relay_cadence). The worker class is rq's non-forking SimpleWorker by default: measured in
+ADR-008, forking a work horse per job costs a new Postgres pool and HTTP session per event and was
+several times slower, while the relay's jobs are short and bounded by their own timeouts.
+RELAY_WORKER_CLASS=fork selects rq's forking Worker (to measure again, or to isolate leaky jobs).
+If Redis goes away the worker keeps retrying instead of exiting; the sweeper covers the meantime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import time
+import uuid
+
+import redis
+from rq import SimpleWorker, Worker
+
+from nexo.observability import configure_logging
+from nexo.outbox.wakeup import queue_name
+from nexo.settings import Settings, SettingsError
+
+log = logging.getLogger("jobs.worker")
+WORKER_CLASSES = {"simple": SimpleWorker, "fork": Worker}
+_stopping = False
+
+
+def _stoppable(base):
+    class RelayWorker(base):
+        """rq's worker that also remembers a SIGTERM/SIGINT, so a Redis outage is not mistaken for one."""
+
+        def request_stop(self, signum, frame):
+            global _stopping
+            _stopping = True
+            super().request_stop(signum, frame)
+
+    return RelayWorker
+
+
+def main() -> int:
+    """Validate settings, then work the relay queue until SIGTERM/SIGINT, riding out Redis outages."""
+    configure_logging()
+    try:
+        settings = Settings.from_env()
+        kind = os.environ.get("RELAY_WORKER_CLASS", "simple").strip() or "simple"
+        if kind not in WORKER_CLASSES:
+            raise SettingsError(f"RELAY_WORKER_CLASS={kind!r} must be one of {', '.join(WORKER_CLASSES)}")
+    except SettingsError as exc:
+        print(f"nexo worker: configuration error: {exc}", file=sys.stderr)
+        return 2
+    worker_class = _stoppable(WORKER_CLASSES[kind])
+    connection = redis.Redis.from_url(settings.redis_url)
+    log.info("relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s", kind, queue_name(),
+             settings.relay.job_timeout_s, settings.relay.lease_s)
+    while not _stopping:
+        # A fresh name each time: a worker that lost Redis could not deregister its old one.
+        name = f"relay-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        try:
+            worker_class([queue_name()], connection=connection, name=name).work(logging_level="INFO")
+        except (redis.RedisError, ValueError) as exc:
+            log.warning("worker %s: Redis unavailable (%s); retrying in 1 s", name, type(exc).__name__)
+        if not _stopping:
+            time.sleep(1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The outbox relay (guarantee 9, ADR-004): claim with a lease → deliver over HTTP → record, fenced.
+
+Three steps, and never a network call inside a transaction:
+1. claim: one short transaction leases due events (FOR UPDATE SKIP LOCKED), stamps a new claim_token,
+   counts the attempt and opens its delivery_attempt row;
+2. deliver: POST outside any transaction, Idempotency-Key = event id, bounded by the delivery timeout;
+3. record: one transaction writes the outcome *only if the claim_token is still ours*; a worker whose
+   lease expired and was taken over records only its own attempt, as DESCARTADO_POR_LEASE.
+At-least-once: a worker killed between 1 and 3 leaves a lease that expires; the sweeper or another
+worker claims the event again and the destination deduplicates by Idempotency-Key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+
+import requests
+
+from nexo.db import Database
+from nexo.deadletters.repository import open_dead_letter
+from nexo.observability import bind_request_id
+from nexo.outbox import destinations
+from nexo.outbox import repository as repo
+from nexo.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# delivery_attempt.outcome values (migration 0003)
+ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
+NOTHING = "NADA"       # the event was not due, already delivered, or claimed by someone else
+
+
+@dataclass
+class RelayContext:
+    """What a relay process needs: settings, its own pool and HTTP session, and a name for attempt rows."""
+
+    settings: Settings
+    db: Database
+    http: requests.Session
+    worker: str
+
+
+_context: RelayContext | None = None
+
+
+def context(role: str = "worker") -> RelayContext:
+    """This process's RelayContext, built on first use and again after a fork (pools and sessions are per PID)."""
+    global _context
+    if _context is None or not _context.worker.endswith(f":{os.getpid()}"):
+        settings = Settings.from_env()
+        _context = RelayContext(
+            settings=settings,
+            db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
+            http=requests.Session(),
+            worker=f"{role}@{socket.gethostname()}:{os.getpid()}")
+    return _context
+
+
+def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
+    """Seconds before the next try after `attempts` tries: LEAST(cap, base × 2^attempts) (the seed's formula)."""
+    return min(cap_s, base_s * 2 ** min(attempts, 62))
+
+
+def deliver_event(ctx: RelayContext, event_id) -> str:
+    """Deliver one event if it is due and nobody holds it; return the outcome (or NADA)."""
+    outcomes = deliver_due(ctx, ids=[event_id], limit=1)
+    return outcomes[0] if outcomes else NOTHING
+
+
+def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1) -> list[str]:
+    """Claim up to `limit` due events (only `ids` when given), deliver each and record its outcome."""
+    with ctx.db.transaction() as tx:
+        claimed = repo.claim_due(tx.conn, lease_s=ctx.settings.relay.lease_s, worker=ctx.worker, limit=limit, ids=ids)
+        tx.commit()
+    outcomes = []
+    for event in claimed:     # the claim transaction is closed: the HTTP calls below hold no database lock
+        bind_request_id(event["request_id"])
+        result = destinations.deliver(ctx.http, ctx.settings, event["destination"], event["id"], event["payload"])
+        outcomes.append(record(ctx, event, result))
+    return outcomes
+
+
+def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) -> str:
+    """Write the outcome of one delivery in one transaction, fenced by the claim token."""
+    cadence = ctx.settings.relay
+    with ctx.db.transaction() as tx:
+        conn = tx.conn
+        error = result.error
+        if result.kind == destinations.DELIVERED:
+            outcome, row = ENTREGADO, repo.mark_delivered(conn, event["id"], event["claim_token"])
+        elif result.kind == destinations.TRANSIENT and event["attempts"] < cadence.max_attempts:
+            delay = backoff_s(event["attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
+            outcome, row = REINTENTO, repo.mark_retry(conn, event["id"], event["claim_token"], delay_s=delay,
+                                                      error=error)
+        else:
+            if result.kind == destinations.TRANSIENT:   # RELAY_MAX_ATTEMPTS reached: a person decides now
+                error = f"agotados {event['attempts']} intentos; último error: {error}"
+            outcome, row = FALLIDO, repo.mark_failed(conn, event["id"], event["claim_token"], error=error)
+        if row is None:
+            # Our lease expired and another claimant took the event: its outcome stands, not ours.
+            repo.close_attempt(conn, event["attempt_id"], outcome=DESCARTADO, http_status=result.http_status,
+                               error=error, duration_ms=result.duration_ms)
+            tx.commit()
+            log.warning("event %s: lease lost before recording %s; outcome discarded (attempt %d)",
+                        event["id"], outcome, event["attempts"])
+            return DESCARTADO
+        repo.close_attempt(conn, event["attempt_id"], outcome=outcome, http_status=result.http_status,
+                           error=error, duration_ms=result.duration_ms)
+        if outcome == ENTREGADO:
+            _apply_effect(conn, event, result.effect)
+        elif outcome == FALLIDO:
+            # Guarantee 11: the FALLIDO transition and its durable dead letter commit together.
+            open_dead_letter(conn, event_id=event["id"], destination=event["destination"],
+                             attempts=event["attempts"], last_error=error, http_status=result.http_status,
+                             error_class=result.error_class)
+        tx.commit()
+    log.info("event %s (%s) attempt %d: %s%s", event["id"], event["destination"], event["attempts"], outcome,
+             f" ({error})" if error else "")
+    return outcome
+
+
+def _apply_effect(conn, event: dict, effect: str) -> None:
+    if event["destination"] == "fiscal":
+        repo.record_invoice(conn, event["aggregate_id"], effect)
+    else:
+        repo.record_handoff(conn, event["aggregate_id"], effect)
