@@ -1,17 +1,6 @@
-"""How the credit pages write money, ages and moments in Spanish (pure functions)."""
+"""How the credit pages write a waiting time (money and moments come from nexo.orders.formatting)."""
 
 from __future__ import annotations
-
-from datetime import datetime
-
-
-def ars(cents: int | None) -> str:
-    """Integer cents as Argentine pesos with thousands separators: 99000000 -> '$ 990.000,00'."""
-    if cents is None:
-        return "—"
-    sign = "-" if cents < 0 else ""
-    pesos, centavos = divmod(abs(int(cents)), 100)
-    return f"{sign}$ {pesos:,}".replace(",", ".") + f",{centavos:02d}"
 
 
 def duration(seconds: int | None) -> str:
@@ -28,8 +17,3 @@ def duration(seconds: int | None) -> str:
         return f"{hours} h {minutes:02d} min"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h"
-
-
-def moment(value: datetime | None) -> str:
-    """A timestamp as day/month/year hour:minute in the server's local time."""
-    return value.astimezone().strftime("%d/%m/%Y %H:%M") if value else "—"

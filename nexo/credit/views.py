@@ -9,11 +9,13 @@ from flask import Blueprint, flash, g, redirect, render_template, request, url_f
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
-from nexo.credit import formatting, queries, service
+from nexo.credit import queries, service
+from nexo.credit.formatting import duration
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
 from nexo.extensions import get_db
 from nexo.navigation import NAV_BADGES
+from nexo.orders.formatting import format_ars, format_local
 from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("credit", __name__, url_prefix="/credit")
@@ -27,8 +29,8 @@ OPEN_QUESTIONS = {u.key: u for u in UNKNOWNS if u.key in ("RN-02", "RN-07")}
 
 @bp.context_processor
 def helpers():
-    return {"ars": formatting.ars, "duration": formatting.duration, "moment": formatting.moment,
-            "open_questions": OPEN_QUESTIONS}
+    """Formatting helpers and the open questions for the credit templates only."""
+    return {"ars": format_ars, "moment": format_local, "duration": duration, "open_questions": OPEN_QUESTIONS}
 
 
 @bp.route("/queue")
