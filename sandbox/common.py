@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS effect (
     body_hash    TEXT NOT NULL,
     payload      TEXT NOT NULL,
     result       TEXT NOT NULL,
-    applied_at   TEXT NOT NULL
+    applied_at   TEXT NOT NULL,
+    deliveries   INTEGER NOT NULL DEFAULT 1   -- POSTs with this key and body, replays included
 );
 CREATE TABLE IF NOT EXISTS counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
@@ -68,10 +69,12 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
             row = conn.execute("SELECT body_hash, result FROM effect WHERE key = ?", [key]).fetchone()
             if row is not None:
-                conn.execute("ROLLBACK")
                 if row["body_hash"] != body_hash:
+                    conn.execute("ROLLBACK")
                     return 422, {"error": "idempotency_key_reused",
                                  "detail": "esta Idempotency-Key ya se usó con otro contenido"}
+                conn.execute("UPDATE effect SET deliveries = deliveries + 1 WHERE key = ?", [key])
+                conn.execute("COMMIT")
                 return 201, json.loads(row["result"])
             conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1)"
                          " ON CONFLICT (name) DO UPDATE SET value = value + 1")
@@ -115,7 +118,7 @@ class Store:
 
 def _effect(row: sqlite3.Row) -> dict:
     return {"key": row["key"], "payload": json.loads(row["payload"]), "result": json.loads(row["result"]),
-            "applied_at": row["applied_at"]}
+            "applied_at": row["applied_at"], "deliveries": row["deliveries"]}
 
 
 def _hash(payload: dict) -> str:

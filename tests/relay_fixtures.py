@@ -17,7 +17,8 @@ Fixtures
     - ``fakes.fiscal_url``, ``fakes.warehouse_url``, ``fakes.url("fiscal" | "warehouse")``
     - ``fakes.set_mode(dest, mode, times=None, delay_s=None)``; mode is ``ok``, ``timeout_before``,
       ``timeout_after``, ``error_5xx`` or ``error_4xx``; ``times`` omitted = until changed
-    - ``fakes.effects(dest)`` → list of ``{"key", "payload", "result", "applied_at"}``
+    - ``fakes.effects(dest)`` → list of ``{"key", "payload", "result", "applied_at", "deliveries"}``
+      (``deliveries``, beyond CONTRACT.md: how many POSTs carried that key and body, replays included)
     - ``fakes.effect(dest, key)`` → that effect or None (``GET /invoices/<key>`` / ``/handoffs/<key>``)
     - ``fakes.reset()``
 
@@ -37,6 +38,9 @@ Helpers (import them: ``from tests.relay_fixtures import wait_until, insert_conf
       warehouse_event_id)``: CONFIRMADO orders with their two PENDIENTE outbox events, by plain SQL (fast;
       the wake-up is not sent, so only a sweeper finds them unless the test calls request_delivery).
     - ``event_rows(db, ids)`` → {event_id (str): outbox_event row}.
+    - ``relay_settings()`` → Settings with ``RELAY_TEST_ENV`` applied, to pass to
+      ``nexo.outbox.wakeup.request_delivery(ids, connection=redis_client, settings=relay_settings())``
+      outside a Flask app (so the wake-up job gets the short test job timeout).
 """
 
 from __future__ import annotations

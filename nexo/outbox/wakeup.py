@@ -57,6 +57,24 @@ def without_queued_wakeup(connection: redis.Redis, event_ids: list) -> list:
             if job is None or job.get_status(refresh=False) != JobStatus.QUEUED]
 
 
+_fallback: tuple[int, redis.Redis, Settings] | None = None
+
+
+def _defaults() -> tuple[redis.Redis, Settings]:
+    """The app's Redis and settings inside a Flask app; outside one (a script, a test), from the environment."""
+    from flask import current_app, has_app_context
+
+    if has_app_context():
+        from nexo.extensions import get_redis
+        return get_redis(), current_app.config["NEXO_SETTINGS"]
+    global _fallback
+    if _fallback is None or _fallback[0] != os.getpid():
+        from nexo.extensions import make_redis
+        settings = Settings.from_env()
+        _fallback = (os.getpid(), make_redis(settings.redis_url), settings)
+    return _fallback[1], _fallback[2]
+
+
 def request_delivery(event_ids, *, connection: redis.Redis | None = None, settings: Settings | None = None) -> None:
     """Ask the RQ workers to deliver these committed events now; never raises."""
     event_ids = [str(e) for e in event_ids]
@@ -64,11 +82,8 @@ def request_delivery(event_ids, *, connection: redis.Redis | None = None, settin
         return
     try:
         if connection is None or settings is None:
-            from flask import current_app
-
-            from nexo.extensions import get_redis
-            connection = connection or get_redis()
-            settings = settings or current_app.config["NEXO_SETTINGS"]
+            default_connection, default_settings = _defaults()
+            connection, settings = connection or default_connection, settings or default_settings
         request_id = request_id_var.get()
         enqueue(connection, settings, [(e, None if request_id == "-" else request_id) for e in event_ids])
     except Exception as exc:   # Redis down, or anything else: the sweeper will find these events (ADR-004)

@@ -24,7 +24,8 @@ def test_same_key_same_body_returns_the_same_answer_and_one_effect(fakes, dest, 
     again = post(fakes, dest, resource, "key-1", {"n": 1, "order_id": "o-1"})   # key order does not matter
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json() and first.json()[field]
-    assert [e["key"] for e in fakes.effects(dest)] == ["key-1"]
+    effects = fakes.effects(dest)
+    assert [e["key"] for e in effects] == ["key-1"] and effects[0]["deliveries"] == 2
 
 
 @pytest.mark.parametrize("dest,resource,field", RESOURCES)
