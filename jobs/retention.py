@@ -1,0 +1,54 @@
+"""Retention job: `python -m jobs.retention` runs one pass; `--every 86400` runs one a day until SIGTERM.
+
+Thin entry point (STYLE.md): read settings, open a pool, call nexo.deadletters.retention, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from nexo import observability
+from nexo.db import Database
+from nexo.deadletters.retention import run_retention
+from nexo.settings import Settings
+
+log = logging.getLogger("jobs.retention")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run retention once (exit 1 if a destination failed) or every N seconds until stopped."""
+    parser = argparse.ArgumentParser(prog="python -m jobs.retention", description=__doc__)
+    parser.add_argument("--every", type=float, metavar="SECONDS",
+                        help="keep running, one pass every SECONDS (86400 = daily); omit to run once")
+    args = parser.parse_args(argv)
+    if args.every is not None and args.every <= 0:
+        parser.error("--every must be greater than 0")
+    observability.configure_logging()
+    settings = Settings.from_env()
+    db = Database(settings.database_url, max_size=2, name="retention")
+    try:
+        if args.every is None:
+            return 1 if run_retention(db, settings).failures else 0
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        log.info("retention running every %gs", args.every)
+        while not stop.is_set():
+            try:
+                run_retention(db, settings)
+            except Exception:
+                # A bad pass (database down) must not end the daily loop; the next pass tries again.
+                log.exception("retention pass failed")
+            stop.wait(args.every)
+        log.info("retention stopped")
+        return 0
+    finally:
+        db.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Read-only SQL for the dead-letter pages. Every list, count and group is scoped to named destinations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+DESTINATIONS = ("fiscal", "warehouse")
+STATUSES = ("pending", "resolved", "discarded")
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """What the admin narrowed the list to; every field but destinations is optional."""
+
+    destinations: tuple[str, ...] = DESTINATIONS
+    status: str | None = None
+    signature: str | None = None
+    client_id: str | None = None
+    failed_from: date | None = None
+    failed_to: date | None = None        # inclusive: the whole day
+    ids: tuple[int, ...] | None = field(default=None)
+
+
+def _where(f: ListFilter) -> tuple[str, dict]:
+    # Fixed SQL fragments chosen by which filters are set; the values themselves are always bound.
+    clauses = ["d.destination = ANY(%(destinations)s)"]
+    params: dict = {"destinations": list(f.destinations)}
+    if f.status:
+        clauses.append("d.status = %(status)s")
+        params["status"] = f.status
+    if f.signature:
+        clauses.append("d.error_signature = %(signature)s")
+        params["signature"] = f.signature
+    if f.client_id:
+        clauses.append("o.client_id = %(client_id)s")
+        params["client_id"] = f.client_id
+    if f.failed_from:
+        clauses.append("d.last_failed_at >= %(failed_from)s::date")
+        params["failed_from"] = f.failed_from
+    if f.failed_to:
+        clauses.append("d.last_failed_at < %(failed_to)s::date + 1")
+        params["failed_to"] = f.failed_to
+    if f.ids is not None:
+        clauses.append("d.id = ANY(%(ids)s)")
+        params["ids"] = list(f.ids)
+    return " AND ".join(clauses), params
+
+
+_FROM = """
+      FROM dead_letter d
+      JOIN outbox_event e ON e.id = d.event_id
+      JOIN orders o ON o.id = e.aggregate_id
+      JOIN client c ON c.id = o.client_id
+"""
+
+
+def count_capped(conn, f: ListFilter, cap: int) -> int:
+    """How many dead letters match, counting at most cap + 1 (so a huge backlog costs a bounded count)."""
+    where, params = _where(f)
+    return conn.execute(
+        f"SELECT count(*) AS n FROM (SELECT 1 {_FROM} WHERE {where} LIMIT %(cap_plus_one)s) AS candidates",
+        {**params, "cap_plus_one": cap + 1},
+    ).fetchone()["n"]
+
+
+def list_page(conn, f: ListFilter, *, limit: int, offset: int) -> list[dict]:
+    """One page of summaries, newest failure first. No payload: the list never shows it."""
+    where, params = _where(f)
+    return conn.execute(
+        f"""
+        SELECT d.id, d.destination, d.status, d.error_signature, d.last_error, d.http_status, d.attempts,
+               d.first_failed_at, d.last_failed_at, d.resolved_at, d.resolved_by, d.resolution_note,
+               d.event_id, e.event_type, o.id AS order_id, o.total_cents, c.name AS client_name
+        {_FROM}
+         WHERE {where}
+         ORDER BY d.last_failed_at DESC, d.id DESC
+         LIMIT %(limit)s OFFSET %(offset)s
+        """,
+        {**params, "limit": limit, "offset": offset},
+    ).fetchall()
+
+
+def pending_ids(conn, f: ListFilter, *, limit: int) -> list[int]:
+    """Ids of the pending dead letters a bulk action would touch, oldest first, at most `limit`."""
+    where, params = _where(ListFilter(**{**f.__dict__, "status": "pending"}))
+    rows = conn.execute(
+        f"SELECT d.id {_FROM} WHERE {where} ORDER BY d.last_failed_at, d.id LIMIT %(limit)s",
+        {**params, "limit": limit},
+    ).fetchall()
+    return [r["id"] for r in rows]
+
+
+def groups(conn, *, destinations: tuple[str, ...], status: str = "pending") -> list[dict]:
+    """Dead letters counted by destination and error signature, biggest group first."""
+    return conn.execute(
+        """
+        SELECT destination, error_signature, count(*) AS total,
+               min(first_failed_at) AS first_failed_at, max(last_failed_at) AS last_failed_at,
+               (array_agg(last_error ORDER BY last_failed_at DESC))[1] AS sample_error
+          FROM dead_letter
+         WHERE destination = ANY(%s) AND status = %s
+         GROUP BY destination, error_signature
+         ORDER BY count(*) DESC, destination, error_signature
+        """,
+        [list(destinations), status],
+    ).fetchall()
+
+
+def clients(conn, destinations: tuple[str, ...]) -> list[dict]:
+    """Clients that have at least one dead letter in these destinations, for the list's filter."""
+    return conn.execute(
+        f"SELECT DISTINCT c.id, c.name {_FROM} WHERE d.destination = ANY(%s) ORDER BY c.name",
+        [list(destinations)],
+    ).fetchall()
+
+
+def dead_letter(conn, dead_letter_id: int) -> dict | None:
+    """One dead letter with its event (payload included) and the order it belongs to."""
+    return conn.execute(
+        """
+        SELECT d.*, e.event_type, e.payload, e.status AS event_status, e.attempts AS event_attempts,
+               e.created_at AS event_created_at, e.delivered_at, e.next_attempt_at,
+               o.id AS order_id, o.status AS order_status, o.billing_status, o.total_cents,
+               o.created_at AS order_created_at, o.warehouse_id, c.name AS client_name, c.tier AS client_tier,
+               u.full_name AS salesperson_name, u.username AS salesperson_username
+          FROM dead_letter d
+          JOIN outbox_event e ON e.id = d.event_id
+          JOIN orders o ON o.id = e.aggregate_id
+          JOIN client c ON c.id = o.client_id
+          JOIN app_user u ON u.id = o.salesperson_id
+         WHERE d.id = %s
+        """,
+        [dead_letter_id],
+    ).fetchone()
+
+
+def attempts(conn, event_id) -> list[dict]:
+    """Every delivery attempt of an event, in the order they started (all cycles)."""
+    return conn.execute(
+        "SELECT attempt_no, worker, started_at, finished_at, outcome, http_status, error, duration_ms"
+        "  FROM delivery_attempt WHERE event_id = %s ORDER BY started_at, id",
+        [event_id],
+    ).fetchall()
+
+
+def siblings(conn, event_id, destination: str) -> list[dict]:
+    """Every dead letter the same event had (one per FALLIDO cycle), newest first."""
+    return conn.execute(
+        "SELECT id, status, attempts, last_failed_at, resolved_at, resolved_by"
+        "  FROM dead_letter WHERE event_id = %s AND destination = %s ORDER BY id DESC",
+        [event_id, destination],
+    ).fetchall()
+
+
+def history(conn, dead_letter_id: int) -> list[dict]:
+    """The audit trail of one dead letter: who did what, and why, oldest first."""
+    return conn.execute(
+        "SELECT occurred_at, actor, action, details FROM audit_log"
+        " WHERE object_type = 'dead_letter' AND object_id = %s ORDER BY id",
+        [str(dead_letter_id)],
+    ).fetchall()
