@@ -7,17 +7,23 @@ import uuid
 from flask_wtf import FlaskForm
 from wtforms import Form, HiddenField, IntegerField, SelectField, StringField, TextAreaField
 from wtforms.fields import DateField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional, ValidationError
 
 from nexo.deadletters.queries import DESTINATIONS, STATUSES
 
-DESTINATION_LABELS = {"fiscal": "Fiscal (facturación)", "warehouse": "Depósito (preparación)"}
-STATUS_LABELS = {"pending": "Pendiente", "resolved": "Reprocesada", "discarded": "Descartada"}
+DESTINATION_LABELS = dict(zip(DESTINATIONS, ("Fiscal (facturación)", "Depósito (preparación)"), strict=True))
+STATUS_LABELS = dict(zip(STATUSES, ("Pendiente", "Reprocesada", "Descartada"), strict=True))
 REASON_MAX = 1000
 
 
 def _strip(value):
     return value.strip() if isinstance(value, str) else value
+
+
+def _choices(labels: dict, blank: str | None = None) -> list[SelectChoice]:
+    choices = [SelectChoice("", blank)] if blank is not None else []
+    return choices + [SelectChoice(value, label) for value, label in labels.items()]
 
 
 def _uuid(_form, field):
@@ -31,9 +37,8 @@ def _uuid(_form, field):
 class ListQuery(Form):
     """The list's filters and pagination, read from the query string (GET, so no CSRF)."""
 
-    destination = SelectField("Destino", choices=[("", "Todos")] + [(d, DESTINATION_LABELS[d]) for d in DESTINATIONS],
-                              default="", validate_choice=True)
-    status = SelectField("Estado", choices=[("", "Todos")] + [(s, STATUS_LABELS[s]) for s in STATUSES], default="")
+    destination = SelectField("Destino", choices=_choices(DESTINATION_LABELS, "Todos"), default="")
+    status = SelectField("Estado", choices=_choices(STATUS_LABELS, "Todos"), default="")
     signature = StringField("Firma de error", filters=[_strip], validators=[Optional(), Length(max=200)])
     client = StringField("Cliente", filters=[_strip], validators=[Optional(), _uuid])
     from_date = DateField("Desde", validators=[Optional()])
@@ -62,14 +67,14 @@ class CheckKeyForm(FlaskForm):
 class BulkForm(FlaskForm):
     """Confirm a group action: exactly the ids the preview showed, and how many they were."""
 
-    action = SelectField("Acción", choices=[("replay", "Reprocesar"), ("discard", "Descartar")],
+    action = SelectField("Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}),
                          validators=[InputRequired()])
-    destination = SelectField("Destino", choices=[(d, DESTINATION_LABELS[d]) for d in DESTINATIONS],
-                              validators=[InputRequired()])
+    destination = SelectField("Destino", choices=_choices(DESTINATION_LABELS), validators=[InputRequired()])
     signature = HiddenField(validators=[Optional(), Length(max=200)])
     ids = HiddenField(validators=[DataRequired("No hay entregas para procesar.")])
     expected_count = IntegerField(validators=[InputRequired(), NumberRange(min=1)])
-    reason = TextAreaField("Motivo", filters=[_strip], validators=[Optional(), Length(max=REASON_MAX)])
+    # No Optional() here: it would stop the chain before validate_reason can demand a discard reason.
+    reason = TextAreaField("Motivo", filters=[_strip], validators=[Length(max=REASON_MAX)])
 
     def validate_ids(self, field):
         """Comma-separated positive integers, as the preview wrote them."""
