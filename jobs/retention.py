@@ -14,7 +14,7 @@ import threading
 from nexo import observability
 from nexo.db import Database
 from nexo.deadletters.retention import run_retention
-from nexo.settings import Settings
+from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.retention")
 
@@ -28,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.every is not None and args.every <= 0:
         parser.error("--every must be greater than 0")
     observability.configure_logging()
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        log.error("retention not started: %s", exc)
+        return 2
     db = Database(settings.database_url, max_size=2, name="retention")
     try:
         if args.every is None:

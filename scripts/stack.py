@@ -163,7 +163,7 @@ def run(_args) -> int:
         env.setdefault("SECRET_KEY", secret_key_for_demo())
     env.setdefault("PORT", "5000")
     env["PYTHONUNBUFFERED"] = "1"
-    processes = ["web", "worker", "sweeper"]
+    processes = ["web", "worker", "sweeper", "retention"]
     for name, var in (("fiscal", "FISCAL_URL"), ("warehouse", "WAREHOUSE_URL")):
         if not env.get(var):
             port = free_port()
