@@ -30,6 +30,11 @@ def queue_name() -> str:
     return os.environ.get("RELAY_QUEUE", "").strip() or DEFAULT_QUEUE
 
 
+def enabled() -> bool:
+    """False when RELAY_WAKEUP=off: committed events then wait for the sweeper (make bench measures that case)."""
+    return os.environ.get("RELAY_WAKEUP", "").strip().lower() != "off"
+
+
 def job_id(event_id) -> str:
     """One job id per event, so the sweeper can tell whether a wake-up is already waiting in the queue."""
     return f"relay-{event_id}"
@@ -78,7 +83,7 @@ def _defaults() -> tuple[redis.Redis, Settings]:
 def request_delivery(event_ids, *, connection: redis.Redis | None = None, settings: Settings | None = None) -> None:
     """Ask the RQ workers to deliver these committed events now; never raises."""
     event_ids = [str(e) for e in event_ids]
-    if not event_ids:
+    if not event_ids or not enabled():
         return
     try:
         if connection is None or settings is None:
