@@ -33,6 +33,10 @@ def _stoppable(base):
     class RelayWorker(base):
         """rq's worker that also remembers a SIGTERM/SIGINT, so a Redis outage is not mistaken for one."""
 
+        # rq backs off up to 60 s between reconnections; after an outage, wake-ups should flow again
+        # within a couple of seconds (the sweeper delivered in the meantime).
+        max_connection_wait_time = 2.0
+
         def request_stop(self, signum, frame):
             global _stopping
             _stopping = True

