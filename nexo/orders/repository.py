@@ -21,7 +21,8 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
     In READ COMMITTED, a concurrent transaction that inserted the same key makes this statement wait
     until it ends; if it committed we take the DO UPDATE path and see its row, if it rolled back our
     insert goes through. The no-op SET exists only to lock the row and return it; `xmax = 0` is true only
-    for a freshly inserted tuple (ADR-007 explains why we accept this undocumented detail).
+    for a freshly inserted tuple (ADR-007 explains why we accept this undocumented detail). Only valid in
+    READ COMMITTED: under REPEATABLE READ a request that waited gets a serialization failure instead.
     """
     row = conn.execute(
         """
