@@ -19,7 +19,7 @@ from nexo.orders.fingerprint import normalise_sku
 
 MIN_ROWS = 5
 _LINE_KEY = re.compile(r"^lines-(\d{1,4})-(sku|quantity)$")
-_DIGITS = re.compile(r"^\d{1,9}$")
+_DIGITS = re.compile(r"^\d+$")
 MAX_SKU_LENGTH = 40
 
 
@@ -99,7 +99,9 @@ def _row_error(row: LineRow) -> str | None:
         return "Falta la cantidad."
     if not _DIGITS.match(row.quantity):
         return "La cantidad debe ser un número entero positivo, sin decimales ni signos."
-    quantity = int(row.quantity)
+    digits = row.quantity.lstrip("0") or "0"
+    # Compare lengths first: int() of a few thousand digits raises, and nothing that long is a quantity.
+    quantity = int(digits) if len(digits) <= len(str(MAX_LINE_QUANTITY)) else MAX_LINE_QUANTITY + 1
     if quantity == 0:
         return "La cantidad debe ser mayor que cero."
     if quantity > MAX_LINE_QUANTITY:
