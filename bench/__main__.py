@@ -1,0 +1,112 @@
+"""`python -m bench` (via `make bench`): run every measurement once, print the table, write the JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from datetime import datetime
+
+import redis
+
+from bench import data as bench_data
+from bench import hot_sku, machine, order_entry, pgbench, profile, relay, report
+from bench import scale as scales
+from bench.stack import ROOT, Stack
+from bench.web import log_in_all
+from nexo.db import Database
+
+CONCURRENCY = (1, 8, 32)
+RELAY_WORKERS = (1, 2, 4)
+
+
+def say(message: str) -> None:
+    print(f"[bench] {message}", flush=True)
+
+
+def web_shape(env: dict) -> dict:
+    """gunicorn's workers and threads as scripts/gunicorn_conf.py computes them for this environment."""
+    code = "import runpy; c = runpy.run_path('scripts/gunicorn_conf.py'); print(c['workers'], c['threads'], c['worker_class'])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    workers, threads, kind = out.stdout.split()
+    return {"workers": int(workers), "threads": int(threads), "worker_class": kind}
+
+
+def main() -> int:
+    scale, phases = scales.from_env(), scales.phases()
+    database_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
+    if not database_url or not redis_url:
+        sys.exit("bench: DATABASE_URL and REDIS_URL are required; run it with `make bench`")
+    began = time.monotonic()
+    durable = machine.make_durable(database_url)
+    results: dict = {"started_at": datetime.now().isoformat(timespec="seconds"), "scale": asdict(scale),
+                     "machine": machine.describe(database_url, redis_url), "durability_restored": durable}
+    say(f"scale {scale.name}; phases {', '.join(sorted(phases))}; fsync {results['machine']['pg_settings']['fsync']}")
+    db = Database(database_url, max_size=4, timeout_s=30, name="bench")
+    data = bench_data.load(db, clients=scale.clients, skus=scale.skus, salespeople=scale.buyers,
+                           password=os.environ.get("NEXO_DEMO_PASSWORD", "nexo-demo"))
+    say(f"data: the Nexo morning + {scale.clients} clients with huge credit, {scale.skus} SKUs with huge stock,"
+        f" {scale.buyers} salespeople")
+    stack = Stack(dict(os.environ))
+    try:
+        if "pgbench" in phases:
+            say(f"(1) pgbench tpcb-like and simple-update, {scale.pgbench_s} s each")
+            results["pgbench"] = pgbench.run(database_url, scale=scale.pgbench_scale, seconds=scale.pgbench_s)
+        if "direct" in phases:
+            results["direct"] = []
+            for n in CONCURRENCY:
+                say(f"(2) create_order direct, {n} thread(s), {scale.entry_s:g} s")
+                with profile.maybe(f"direct-x{n}", [os.getpid()], n == 8):
+                    results["direct"].append(order_entry.direct(database_url, data, n, scale.entry_s,
+                                                                scale.warmup_s).as_dict())
+        if phases & {"http", "hot"}:
+            results["web"] = web_shape(stack.env)
+            url = stack.start_web()
+            people = log_in_all(url, data.usernames[:scale.buyers], data.password)
+            if "http" in phases:
+                results["http"] = []
+                for n in CONCURRENCY:
+                    say(f"(3) HTTP order form, {n} client(s), {scale.entry_s:g} s")
+                    with profile.maybe(f"http-x{n}", [stack.web.pid], n == 8):
+                        results["http"].append(order_entry.http(people, data, n, scale.entry_s, scale.warmup_s).as_dict())
+            if "hot" in phases:
+                say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
+                results["hot_sku"] = hot_sku.run(db, people, data)
+            stack.stop(stack.web)              # the web tier takes no part in the relay figures
+        if "relay" in phases:
+            _relay(stack, db, data, scale, results)
+    finally:
+        stack.close()
+        db.close()
+    results["machine"]["load_after"] = machine.load_average()
+    results["wall_s"] = round(time.monotonic() - began, 1)
+    results["targets"] = report.targets(results)
+    print("\n" + report.table(results) + "\n", flush=True)
+    path = report.write_json(results)
+    say(f"written {path.relative_to(ROOT)} ({results['wall_s']} s)")
+    if os.environ.get("BENCH_PRINT_JSON"):
+        print(json.dumps(results, indent=2, default=str))
+    return 0
+
+
+def _relay(stack: Stack, db, data, scale, results: dict) -> None:
+    connection = redis.Redis.from_url(stack.env["REDIS_URL"])
+    stack.start_fakes()
+    results["relay_throughput"] = []
+    for n in RELAY_WORKERS:
+        say(f"(5) relay throughput, {n} worker(s), {scale.relay_events} events")
+        results["relay_throughput"].append(relay.throughput(stack, db, connection, data, n, scale.relay_events,
+                                                            profile_default=n == 2))
+    results["relay_latency"] = []
+    for on in (True, False):
+        say(f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"
+            f" wake-up {'on' if on else 'off (sweeper only)'}")
+        results["relay_latency"].append(relay.latency(stack, db, connection, data, wakeup_on=on,
+                                                      rate=scale.latency_rate, duration_s=scale.latency_s))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Order entry throughput: create_order called directly, and the same order through HTTP (gunicorn, CSRF)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from bench.data import WAREHOUSE, BenchData
+from bench.load import Measurement, closed_loop
+from bench.web import Salesperson
+from nexo.db import Database
+from nexo.orders import commands, service
+
+
+def direct(database_url: str, data: BenchData, threads: int, duration_s: float, warmup_s: float) -> Measurement:
+    """`threads` threads calling create_order back to back with 2-line orders; pool max_size = threads."""
+    # timeout: a thread waiting for a connection is measured waiting, never failed by the pool.
+    db = Database(database_url, max_size=threads, timeout_s=60, name="bench-direct")
+    db.pool.wait(timeout=30)
+
+    def order(_state, rng: random.Random):
+        i = rng.randrange(len(data.salesperson_ids))
+        cmd = commands.CreateOrder(
+            request_id=uuid.uuid4(), client_id=rng.choice(data.client_ids), warehouse_id=WAREHOUSE,
+            lines=tuple(commands.OrderLineRequest(sku, q) for sku, q in data.order_lines(rng)),
+            salesperson_id=data.salesperson_ids[i])
+        result = service.create_order(db, cmd)
+        return result.outcome == commands.CONFIRMED, f"outcome {result.outcome} {','.join(result.reasons)}"
+
+    try:
+        return closed_loop(f"direct x{threads}", threads, lambda i: None, order, duration_s, warmup_s)
+    finally:
+        db.close()
+
+
+def http(people: list[Salesperson], data: BenchData, clients: int, duration_s: float, warmup_s: float) -> Measurement:
+    """`clients` logged-in salespeople posting the order form back to back; anything but a 303 is an error."""
+    def order(person: Salesperson, rng: random.Random):
+        answer = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
+        return answer.status_code == 303, f"HTTP {answer.status_code}"
+
+    return closed_loop(f"http x{clients}", clients, lambda i: people[i], order, duration_s, warmup_s)

@@ -1,0 +1,118 @@
+"""The bench's answer: issue 8's targets checked against one run, a plain-text table and a JSON file."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _find(rows: list[dict], concurrency: int) -> dict | None:
+    return next((r for r in rows if r["concurrency"] == concurrency), None)
+
+
+def targets(results: dict) -> list[dict]:
+    """Issue 8's targets, each with its measured value and whether it is met (None: not measured)."""
+    tpcb = (results.get("pgbench") or {}).get("tpcb-like", {}).get("tps")
+    http8, direct8 = _find(results.get("http", []), 8), _find(results.get("direct", []), 8)
+    hot = results.get("hot_sku")
+    relay2 = next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None)
+    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on"), None)
+
+    def ratio(row):
+        return row["per_s"] / tpcb if row and tpcb else None
+
+    checks = [
+        ("HTTP order entry, 8 clients ÷ pgbench tpcb-like", ratio(http8), "≥ 10 %", lambda v: v >= 0.10, "pct"),
+        ("HTTP order entry, 8 clients: p99", http8 and http8["p99_ms"], "≤ 50 ms", lambda v: v <= 50, "ms"),
+        ("HTTP order entry, 8 clients: errors", http8 and http8["errors"], "0", lambda v: v == 0, "n"),
+        ("create_order direct, 8 threads ÷ pgbench tpcb-like", ratio(direct8), "≥ 30 %", lambda v: v >= 0.30, "pct"),
+        ("hot SKU: all 64 answered within", hot and hot["settled_s"], "< 1 s", lambda v: v < 1.0, "s"),
+        ("hot SKU: successes", hot and hot["successes"], "1", lambda v: v == 1, "n"),
+        ("hot SKU: errors", hot and hot["errors"], "0", lambda v: v == 0, "n"),
+        ("commit → ENTREGADO p50 at 50 orders/s (wake-up)", woken and woken["p50_ms"], "≤ 50 ms", lambda v: v <= 50, "ms"),
+        ("commit → ENTREGADO p99 at 50 orders/s (wake-up)", woken and woken["p99_ms"], "≤ 250 ms", lambda v: v <= 250, "ms"),
+        ("relay, 2 workers", relay2 and relay2["events_per_s"], "≥ 500 events/s", lambda v: v >= 500, "ev/s"),
+    ]
+    out = []
+    for name, value, goal, test, unit in checks:
+        met = None if value is None else bool(test(value))
+        out.append({"target": name, "goal": goal, "measured": value, "unit": unit, "met": met})
+    return out
+
+
+def _fmt(value, unit: str) -> str:
+    if value is None:
+        return "—"
+    return {"pct": f"{value * 100:.1f} %", "ms": f"{value:.1f} ms", "s": f"{value:.3f} s",
+            "ev/s": f"{value:.0f} events/s"}.get(unit, str(value))
+
+
+def _num(value, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def table(results: dict) -> str:
+    """The run as a plain-text table (what `make bench` prints and the README pastes)."""
+    m = results["machine"]
+    lines = [f"Nexo bench {results['started_at']} · scale {results['scale']['name']} · {m['cpu']} × {m['cores']} cores,"
+             f" {m['memory_gb']} GB · {m['postgres']} (fsync {m['pg_settings'].get('fsync')},"
+             f" synchronous_commit {m['pg_settings'].get('synchronous_commit')}) · Redis {m['redis']}",
+             f"load average before {m['load_before']} · after {m['load_after']} · the load generator runs on the same cores",
+             ""]
+    pg = results.get("pgbench")
+    if pg:
+        lines.append(f"(1) pgbench, {pg['clients']} clients, -j {pg['threads']}, scale {pg['scale']}, {pg['seconds']} s each")
+        for script in ("tpcb-like", "simple-update"):
+            lines.append(f"    {script:<16} {_num(pg[script]['tps']):>10} tps   avg latency {pg[script]['latency_ms']} ms")
+        lines.append("")
+    tpcb = pg["tpcb-like"]["tps"] if pg else None
+    for key, title in (("direct", "(2) create_order direct (no HTTP), 2-line orders"),
+                       ("http", "(3) HTTP POST /orders/new (gunicorn as make run: "
+                                f"{results.get('web', {}).get('workers')} gthread workers × "
+                                f"{results.get('web', {}).get('threads')} threads), CSRF, 303 = success")):
+        rows = results.get(key)
+        if not rows:
+            continue
+        lines += [title, "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like"]
+        for r in rows:
+            share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
+            lines.append(f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
+                         f" {r['errors']:>8} {share:>12}")
+        lines.append("")
+    hot = results.get("hot_sku")
+    if hot:
+        lines += [f"(4) hot SKU: {hot['buyers']} buyers of 1 unit over HTTP, released by one barrier",
+                  f"    all answered in {hot['settled_s']} s · successes {hot['successes']} · insufficient_stock"
+                  f" {hot['insufficient_stock']} · errors {hot['errors']} · stock after: reserved"
+                  f" {hot['stock_after']['reserved']} of {hot['stock_after']['on_hand']}", ""]
+    if results.get("relay_throughput"):
+        lines += ["(5) relay throughput (events pre-created, wake-ups enqueued, until all ENTREGADO)",
+                  "    workers   events   seconds   events/s   failed"]
+        for r in results["relay_throughput"]:
+            lines.append(f"    {r['workers']:>7} {r['events']:>8} {_num(r['seconds'], 2):>9} {_num(r['events_per_s']):>10}"
+                         f" {r['failed']:>8}")
+        lines.append("")
+    if results.get("relay_latency"):
+        lines += ["    commit → ENTREGADO (delivered_at − created_at), orders at a steady rate, 1 worker + 1 sweeper",
+                  "    wake-up             orders/s  events   p50 ms    p99 ms    max ms  undelivered"]
+        for r in results["relay_latency"]:
+            lines.append(f"    {r['wakeup']:<19} {r['rate']:>8.0f} {r['events']:>7} {_num(r['p50_ms']):>8} {_num(r['p99_ms']):>9}"
+                         f" {_num(r['max_ms']):>9} {r['undelivered']:>12}")
+        lines.append("")
+    lines += ["Targets (issue 8)", f"    {'target':<52} {'measured':>16}   {'goal':<15} verdict"]
+    for t in results["targets"]:
+        verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")
+        lines.append(f"    {t['target']:<52} {_fmt(t['measured'], t['unit']):>16}   {t['goal']:<15} {verdict}")
+    return "\n".join(lines)
+
+
+def write_json(results: dict) -> Path:
+    """Write the run to bench/results/<timestamp>.json and return the path."""
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.fromisoformat(results["started_at"]).strftime("%Y%m%dT%H%M%S")
+    path = RESULTS / f"{stamp}.json"
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+    return path
