@@ -224,9 +224,9 @@ def test_approve_and_reject_at_once_one_wins_and_the_state_is_consistent(db):
         holder.execute("SELECT 1 FROM orders WHERE id = %s FOR UPDATE", [order_id])
         threads = [threading.Thread(target=lambda: results.__setitem__("approve", approve(db, order_id))),
                    threading.Thread(target=lambda: results.__setitem__("reject", reject(db, order_id, officer="laura")))]
-        for t in threads:
+        for queued, t in enumerate(threads, start=1):   # approve queues first, then reject
             t.start()
-        wait_for_lock_waiters(db, 2)
+            wait_for_lock_waiters(db, queued)
     for t in threads:
         t.join()
     kinds = sorted(type(r).__name__ for r in results.values())
