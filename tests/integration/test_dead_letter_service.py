@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from nexo.deadletters import keycheck, queries, service
+from nexo.outbox import wakeup
 from tests.dead_letter_factory import audit_rows, fail_event, make_dead_letter, row
 
 
@@ -35,6 +36,15 @@ def test_replay_resolves_requeues_the_same_event_and_audits_in_one_go(db):
     assert row(db, "SELECT count(*) AS n FROM delivery_attempt WHERE event_id = %s", [made["event_id"]])["n"] == 2
     [replayed] = audit_rows(db, "dead_letter.replayed", made["id"])
     assert replayed["actor"] == "marta" and replayed["details"]["event_id"] == str(made["event_id"])
+
+
+def test_replay_and_group_replay_wake_the_relay_after_commit(db, redis_client):
+    single, *group = [make_dead_letter(db) for _ in range(3)]
+    service.replay(db, single["id"], "marta")
+    service.act_on_group(db, action="replay", destination="fiscal", ids=[g["id"] for g in group], actor="marta",
+                         signature=None, note=None)
+    # One RQ wake-up waiting per replayed event (the sweeper would find them anyway, only later).
+    assert wakeup.without_queued_wakeup(redis_client, [m["event_id"] for m in (single, *group)]) == []
 
 
 def test_second_replay_is_a_conflict_naming_who_resolved_it(db):

@@ -49,8 +49,14 @@ def test_purge_removes_terminal_dead_letters_past_the_grace_and_keeps_the_rest(d
 def test_pending_dead_letters_are_never_purged_even_with_the_shortest_grace(db):
     pending = make_dead_letter(db)["id"]
     age(db, pending, days=10_000)
+    # A pending row that somehow carries an old resolution time (a hand-edited row) is still not purged:
+    # the status condition, not only the NULL resolved_at, keeps it.
+    odd = make_dead_letter(db)["id"]
+    with db.transaction() as tx:
+        tx.execute("UPDATE dead_letter SET resolved_at = now() - interval '500 days' WHERE id = %s", [odd])
+        tx.commit()
     assert purge_dead_letters(db, destination="fiscal", grace_days=1) == 0
-    assert exists(db, pending)
+    assert exists(db, pending) and exists(db, odd)
 
 
 def test_purge_is_scoped_to_one_destination(db):
