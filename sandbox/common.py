@@ -10,6 +10,7 @@ Nothing in nexo/ imports this package: Nexo only ever reaches a fake over HTTP.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -49,32 +50,29 @@ class Mode:
 
 
 class Store:
-    """Applied effects in SQLite; BEGIN IMMEDIATE serialises two requests racing on one key."""
+    """Applied effects in SQLite: one connection behind a lock, so two requests racing on a key serialise."""
 
     def __init__(self, path: str):
         self.path = path
-        with self._connect() as conn:
-            conn.executescript(SCHEMA)
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        return conn
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        # WAL + synchronous=NORMAL survive the fake's own crash (what tests do to it) without an fsync per
+        # request; a connection per request made each POST cost tens of milliseconds (checkpoint on close).
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(SCHEMA)
 
     def apply(self, key: str, payload: dict, make_result: Callable[[int], dict]) -> tuple[int, dict]:
         """Apply the effect once per key: (201, result) first and on replays, (422, error) on a body mismatch."""
         body_hash = _hash(payload)
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with self._lock, self._transaction() as conn:
             row = conn.execute("SELECT body_hash, result FROM effect WHERE key = ?", [key]).fetchone()
             if row is not None:
                 if row["body_hash"] != body_hash:
-                    conn.execute("ROLLBACK")
                     return 422, {"error": "idempotency_key_reused",
                                  "detail": "esta Idempotency-Key ya se usó con otro contenido"}
                 conn.execute("UPDATE effect SET deliveries = deliveries + 1 WHERE key = ?", [key])
-                conn.execute("COMMIT")
                 return 201, json.loads(row["result"])
             conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1)"
                          " ON CONFLICT (name) DO UPDATE SET value = value + 1")
@@ -82,38 +80,35 @@ class Store:
             result = make_result(seq)
             conn.execute("INSERT INTO effect (key, body_hash, payload, result, applied_at) VALUES (?, ?, ?, ?, ?)",
                          [key, body_hash, json.dumps(payload), json.dumps(result), _now()])
-            conn.execute("COMMIT")
             return 201, result
-        finally:
-            conn.close()
 
     def get(self, key: str) -> dict | None:
         """The stored effect for a key, or None when that key was never applied."""
-        conn = self._connect()
-        try:
-            row = conn.execute("SELECT * FROM effect WHERE key = ?", [key]).fetchone()
-            return _effect(row) if row else None
-        finally:
-            conn.close()
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM effect WHERE key = ?", [key]).fetchone()
+        return _effect(row) if row else None
 
     def effects(self) -> list[dict]:
         """Every applied effect, oldest first."""
-        conn = self._connect()
-        try:
-            return [_effect(r) for r in conn.execute("SELECT * FROM effect ORDER BY applied_at, key")]
-        finally:
-            conn.close()
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM effect ORDER BY applied_at, key").fetchall()
+        return [_effect(r) for r in rows]
 
     def reset(self) -> None:
         """Forget every effect and restart numbering (tests only)."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with self._lock, self._transaction() as conn:
             conn.execute("DELETE FROM effect")
             conn.execute("DELETE FROM counter")
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
 
 def _effect(row: sqlite3.Row) -> dict:
