@@ -17,12 +17,15 @@ from nexo.extensions import get_db
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
+# How the detail page's history names each audited action (the audit log keeps the English code).
+ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_letter.replayed": "Reprocesada",
+                 "dead_letter.discarded": "Descartada", "dead_letter.key_checked": "Consulta al destino"}
 
 
 @bp.context_processor
 def helpers():
     return {"money": money, "when": when, "pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
-            "STATUS_LABELS": STATUS_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
+            "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
 
 
 def money(cents) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from nexo import create_app
 from nexo.deadletters import service
+from tests.conftest import AuthActions
 from tests.dead_letter_factory import age, audit_rows, make_dead_letter, row
 from tests.helpers import csrf_token, http_login
 
@@ -165,7 +166,7 @@ def test_discard_without_reason_is_400_with_a_field_error(db, marta, reason):
     assert audit_rows(db, "dead_letter.discarded") == []
 
 
-def test_a_discard_reason_is_rendered_escaped_wherever_it_appears(db, marta):
+def test_a_discard_reason_is_rendered_escaped_wherever_it_appears(db, app, marta):
     made = make_dead_letter(db, error=XSS)
     response = post(marta, f"/admin/dead-letters/{made['id']}/discard", {"reason": XSS}, dead_letter_id=made["id"])
     assert response.status_code == 303
@@ -174,6 +175,13 @@ def test_a_discard_reason_is_rendered_escaped_wherever_it_appears(db, marta):
         html = marta.get(page).get_data(as_text=True)
         assert XSS not in html, page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, page
+    # The order page (issue: order entry) shows who discarded its event and why: escaped there too.
+    seller = app.test_client()
+    AuthActions(seller).login("vendedor1")
+    order_page = seller.get(f"/orders/{made['order_id']}")
+    assert order_page.status_code == 200
+    html = order_page.get_data(as_text=True)
+    assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_discard_shows_who_and_why_and_keeps_the_event_fallido(db, marta):
