@@ -45,8 +45,10 @@ def fresh_login_required(next_endpoint: str):
     `next` brings them back to the page they were on (a GET), never to the POST itself.
     """
     def decorator(view):
+        """Wrap one view."""
         @wraps(view)
         def wrapped(*args, **kwargs):
+            """Run the view only for a recent sign-in."""
             window = current_app.config.get("DLQ_FRESH_LOGIN_S", FRESH_LOGIN_S)
             if not is_fresh(session.get("login_at"), current_app.config["NOW"](), window):
                 log.info("dead-letter action needs a fresh login (window %ss)", window)

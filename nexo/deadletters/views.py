@@ -24,6 +24,7 @@ ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_lette
 
 @bp.context_processor
 def helpers():
+    """Formatting helpers and labels for the dead-letter templates only (a blueprint context processor)."""
     return {"money": money, "when": when, "pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
             "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
 
@@ -65,6 +66,7 @@ def list_dead_letters():
                                        size=query.size.data or 50)
 
     def page_url(number: int) -> str:
+        """This list, same filters, another page."""
         return url_for("deadletters.list_dead_letters", **{**request.args.to_dict(), "page": number})
 
     response = make_response(render_template("deadletters/list.html", query=query, page=result,
