@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from flask import Flask, g, request
+from flask import Flask, request
 from flask_login import current_user
 
-from nexo import auth, demo, migrations, observability
+from nexo import auth, demo, metrics, migrations, observability, security
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.settings import Settings
@@ -35,6 +35,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     if test_config:
         app.config.update(test_config)
     observability.configure_logging()
+    # First of all request hooks, so that even a CSRF refusal is logged with its request id (issue 7).
+    observability.init_app(app)
 
     app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
                                          timeout_s=settings.db_pool_timeout_s)
@@ -53,16 +55,6 @@ def create_app(test_config: dict | None = None) -> Flask:
             return auth.service.load_user(conn, int(user_id))
 
     @app.before_request
-    def bind_request_id():
-        g.request_id = observability.new_request_id(request.headers.get("X-Request-ID"))
-        observability.bind_request_id(g.request_id)
-
-    @app.after_request
-    def echo_request_id(response):
-        response.headers["X-Request-ID"] = g.get("request_id", "-")
-        return response
-
-    @app.before_request
     def require_login():
         if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
             return login_manager.unauthorized()
@@ -74,6 +66,9 @@ def create_app(test_config: dict | None = None) -> Flask:
         return {"nav_links": nav_links}
 
     _register_blueprints(app)
+    # After the blueprints: security wraps the views marked for the login rate limits (issue 7).
+    security.init_app(app)
+    metrics.init_app(app)
     _register_cli(app)
     return app
 

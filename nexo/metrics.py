@@ -1,14 +1,66 @@
-"""Hooks the use cases call to feed the operations signals (issue 7 fills these in).
+"""Hooks the use cases call to feed the operations signals, and Nexo's in-process Prometheus metrics.
 
-They must be cheap and must never raise: a metric is never a reason to fail an order.
+The hooks must be cheap and must never raise: a metric is never a reason to fail an order. Each one
+feeds two places: a Prometheus metric of this process (multiprocess-safe under gunicorn when
+PROMETHEUS_MULTIPROC_DIR is set: scripts/stack.py and scripts/gunicorn_conf.py set it) and the
+durable history in Postgres that /ops charts (nexo.ops.recorder).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from nexo.ops.recorder import recorder
+
+log = logging.getLogger(__name__)
+
+# Used only without PROMETHEUS_MULTIPROC_DIR (a single process, e.g. `flask run`); in multiprocess
+# mode the values live in that directory's files and /metrics reads them from there.
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+ORDER_TRANSACTION_SECONDS = Histogram(
+    "nexo_order_transaction_seconds",
+    "Duration of order (reservation) transactions, by outcome (seed signal 5).",
+    ["outcome"], registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+REQUEST_ID_REUSED = Counter(
+    "nexo_request_id_reused",
+    "request_id_reused conflicts: a requestId sent again with other content (seed signal 3).",
+    ["source"], registry=REGISTRY)
+
+# Outcomes become label values: keep them a short identifier so a caller's bug cannot explode the
+# number of time series.
+_OUTCOME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def multiprocess_dir() -> str | None:
+    """The directory shared by this host's processes for Prometheus values, if multiprocess mode is on."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def init_app(app) -> None:
+    """Send this process's durable signal history to the app's database."""
+    recorder.configure(app.config["NEXO_SETTINGS"].database_url)
+
 
 def observe_order_transaction(seconds: float, outcome: str) -> None:
     """Duration of one create_order/approval transaction (seed signal 5); outcome e.g. 'confirmed'."""
+    try:
+        label = outcome if isinstance(outcome, str) and _OUTCOME.match(outcome) else "other"
+        ORDER_TRANSACTION_SECONDS.labels(label).observe(max(0.0, float(seconds)))
+        recorder.observe(seconds, label)
+    except Exception:  # a metric must never fail an order
+        log.warning("observe_order_transaction failed", exc_info=True)
 
 
 def count_request_id_reused() -> None:
-    """One `request_id_reused` conflict happened (seed signal 3)."""
+    """One `request_id_reused` conflict happened (seed signal 3); called after the order rolled back."""
+    try:
+        REQUEST_ID_REUSED.labels("order_entry").inc()
+        recorder.record_event("request_id_reused")
+    except Exception:  # a metric must never fail an order
+        log.warning("count_request_id_reused failed", exc_info=True)

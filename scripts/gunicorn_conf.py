@@ -11,3 +11,21 @@ graceful_timeout = 10
 accesslog = "-"
 # The connection pool is created lazily in each worker after fork (nexo.db.Database.pool).
 preload_app = False
+
+# Structured logs (issue 7): gunicorn's own lines as JSON; access lines carry the X-Request-ID.
+logger_class = "nexo.observability.GunicornLogger"
+
+# Prometheus multiprocess mode (issue 7): every worker writes its metric values to files in one
+# directory that /metrics reads. scripts/stack.py gives `make run`/`make test` a fresh one; a gunicorn
+# started any other way gets its own here, before any worker imports prometheus_client.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="nexo-prometheus-")
+
+
+def child_exit(server, worker):
+    """A dead worker's live gauges must not be summed any more (prometheus-client multiprocess mode)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -113,6 +113,23 @@ def embedded_redis(data_dir: Path, *, persist: bool):
 
 
 @contextlib.contextmanager
+def prometheus_dir(env: dict):
+    """A fresh private PROMETHEUS_MULTIPROC_DIR (issue 7) unless one is given; removed afterwards.
+
+    Fresh, because prometheus-client's multiprocess files of a previous run would be summed into this one.
+    """
+    if env.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield env["PROMETHEUS_MULTIPROC_DIR"]
+        return
+    path = tempfile.mkdtemp(prefix="nexo-prometheus-")
+    env["PROMETHEUS_MULTIPROC_DIR"] = path
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def services(env: dict, *, throwaway: bool):
     """Fill env with DATABASE_URL and REDIS_URL, starting embedded servers when they are not given."""
     with contextlib.ExitStack() as stack:
@@ -170,7 +187,7 @@ def run(_args) -> int:
             env[f"{name.upper()}_PORT"] = str(port)
             env[var] = f"http://127.0.0.1:{port}"
             processes.append(name)
-    with services(env, throwaway=False):
+    with services(env, throwaway=False), prometheus_dir(env):
         flask(env, "db", "upgrade")
         flask(env, "demo", "load", "--if-empty")
         password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
@@ -204,7 +221,7 @@ def test(args) -> int:
     env["NEXO_ENV"] = "test"
     env.pop("SECRET_KEY", None)
     env["PYTHONUNBUFFERED"] = "1"
-    with services(env, throwaway=True):
+    with services(env, throwaway=True), prometheus_dir(env):
         flask(env, "db", "upgrade")
         return supervise([PY, "-m", "pytest", *args.rest], env)
 

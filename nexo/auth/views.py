@@ -11,6 +11,7 @@ from flask_login import current_user, login_required, login_user, logout_user
 from nexo.auth import service
 from nexo.auth.forms import LoginForm
 from nexo.extensions import get_db
+from nexo.security import login_rate_limited
 
 bp = Blueprint("auth", __name__)
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ def safe_next(target: str | None) -> str | None:
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@login_rate_limited  # failed attempts per username and per client address (nexo/security.py)
 def login():
     """Show the login form; on success start a fresh session and go to `next` or home."""
     if current_user.is_authenticated and request.method == "GET":

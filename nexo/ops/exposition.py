@@ -1,0 +1,116 @@
+"""The Prometheus text behind /metrics: counts and durations only, never business data.
+
+Two sources, both correct with any number of gunicorn workers:
+- the five signals as gauges computed from Postgres at scrape time (a custom collector), so every
+  worker answers the same numbers;
+- the in-process histogram and counter of nexo.metrics, read from PROMETHEUS_MULTIPROC_DIR (every
+  worker's files, summed) when multiprocess mode is on, or from this process otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+
+from nexo import metrics
+from nexo.ops import service
+
+log = logging.getLogger(__name__)
+
+
+def _gauge(name: str, doc: str, value, labels: dict | None = None) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=list(labels) if labels else None)
+    if labels:
+        family.add_metric(list(labels.values()), value)
+    else:
+        family.add_metric([], value)
+    return family
+
+
+class SignalsCollector:
+    """Reads the five signals from the database on each scrape."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def collect(self):
+        """Yield one metric family per signal, plus nexo_signals_up (0 when the database could not be read)."""
+        try:
+            current = service.read_current(self.db)
+        except Exception as exc:  # a scrape during an outage must still answer, saying what it could not read
+            log.warning("metrics: could not read the signals: %s", type(exc).__name__)
+            yield _gauge("nexo_signals_up", "1 when the signals could be read from the database.", 0)
+            return
+        yield _gauge("nexo_signals_up", "1 when the signals could be read from the database.", 1)
+        yield from _outbox_families(current)
+        yield from _order_families(current)
+
+
+def _per_destination(name: str, doc: str, rows: dict[str, dict], key: str) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=["destination"])
+    for destination, row in rows.items():
+        family.add_metric([destination], row[key] or 0)
+    return family
+
+
+def _outbox_families(current: service.CurrentSignals):
+    yield _per_destination("nexo_outbox_pending_events", "Outbox events in PENDIENTE (signal 1).",
+                           current.pending, "pending")
+    yield _per_destination("nexo_outbox_oldest_pending_age_seconds",
+                           "Age of the oldest PENDIENTE outbox event; 0 when none is pending (signal 1).",
+                           current.pending, "oldest_age_s")
+    yield _per_destination("nexo_outbox_failed_events", "Outbox events in FALLIDO (signal 2).",
+                           current.failed, "failed")
+    yield _per_destination("nexo_dead_letters_pending", "Dead letters waiting for a human decision (signal 2).",
+                           current.failed, "dead_letters_pending")
+
+
+def _order_families(current: service.CurrentSignals):
+    yield _gauge("nexo_request_id_reused_last_hour", "request_id_reused conflicts in the last hour (signal 3).",
+                 current.conflicts_per_hour[-1])
+    yield _gauge("nexo_request_id_reused_last_24h", "request_id_reused conflicts in the last 24 hours (signal 3).",
+                 sum(current.conflicts_per_hour))
+    soft, pending = current.credit["soft_reservations"], current.credit["pending_authorization"]
+    yield _gauge("nexo_soft_reservations_unresolved", "BLANDA reservations not yet resolved (signal 4).",
+                 soft["count"])
+    yield _gauge("nexo_soft_reservation_oldest_age_seconds",
+                 "Age of the oldest unresolved BLANDA reservation; 0 when none (signal 4).", soft["oldest_age_s"] or 0)
+    yield _gauge("nexo_orders_pending_authorization", "Orders in PENDIENTE_AUTORIZACION (signal 4).",
+                 pending["count"])
+    yield _gauge("nexo_order_pending_authorization_oldest_age_seconds",
+                 "Age of the oldest order in PENDIENTE_AUTORIZACION; 0 when none (signal 4).",
+                 pending["oldest_age_s"] or 0)
+    for quantile in ("p50", "p95"):
+        family = GaugeMetricFamily(f"nexo_order_transaction_{quantile}_seconds",
+                                   f"{quantile} of order transaction durations over a window (signal 5).",
+                                   labels=["window"])
+        for window, stats in current.transactions.items():
+            if stats[quantile] is not None:
+                family.add_metric([window], stats[quantile])
+        yield family
+    family = GaugeMetricFamily("nexo_order_transactions", "Order transactions recorded over a window (signal 5).",
+                               labels=["window"])
+    for window, stats in current.transactions.items():
+        family.add_metric([window], stats["count"])
+    yield family
+
+
+def render(db) -> bytes:
+    """The whole /metrics body."""
+    registry = CollectorRegistry(auto_describe=False)
+    if metrics.multiprocess_dir():
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(_ProcessMetrics())
+    registry.register(SignalsCollector(db))
+    return generate_latest(registry)
+
+
+class _ProcessMetrics:
+    """This process's own metrics, when there is no multiprocess directory to read them from."""
+
+    def collect(self):
+        """Yield the families of nexo.metrics.REGISTRY."""
+        yield from metrics.REGISTRY.collect()

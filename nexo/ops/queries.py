@@ -1,0 +1,172 @@
+"""SQL for the operations signals. Read functions take an open connection; the caller owns the transaction.
+
+Hourly series cover the last 24 hours relative to now() (no time zone involved): index 0 is the hour
+that ended 23 hours ago, index 23 the hour that is ending now.
+"""
+
+from __future__ import annotations
+
+from nexo.outbox.repository import DESTINATIONS as _EVENT_DESTINATIONS
+
+DESTINATIONS = sorted(set(_EVENT_DESTINATIONS.values()))
+HOURS = 24
+# Which hour a timestamp falls in, counted back from now(); clamped so a sample stamped a few
+# milliseconds after this transaction began (another process's clock) lands in the current hour.
+_BUCKET = "least({last}, {last} - floor(extract(epoch FROM now() - {col}) / 3600)::int)"
+
+
+def _by_destination(rows, empty: dict) -> dict[str, dict]:
+    """Rows keyed by destination, with every known destination present (a zero is a value too)."""
+    found = {row["destination"]: dict(row) for row in rows}
+    return {d: found.get(d, {"destination": d, **empty}) for d in DESTINATIONS}
+
+
+def limit_statement_time(conn, timeout: str) -> None:
+    """Cap every statement of the current transaction at timeout (e.g. '5s')."""
+    conn.execute("SELECT set_config('statement_timeout', %s, true)", [timeout])
+
+
+def pending_events(conn) -> dict[str, dict]:
+    """Signal 1 per destination: PENDIENTE count, age in seconds of the oldest, and its last error."""
+    rows = conn.execute("""
+        SELECT DISTINCT ON (destination) destination,
+               count(*) OVER (PARTITION BY destination) AS pending,
+               extract(epoch FROM now() - created_at)::float AS oldest_age_s,
+               attempts AS oldest_attempts, last_error AS oldest_last_error
+          FROM outbox_event
+         WHERE status = 'PENDIENTE'
+         ORDER BY destination, created_at, id""").fetchall()
+    return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None,
+                                  "oldest_last_error": None})
+
+
+def failed_events(conn) -> dict[str, dict]:
+    """Signal 2 per destination: FALLIDO events and dead letters still waiting for a decision."""
+    rows = conn.execute("""
+        SELECT d.destination,
+               (SELECT count(*) FROM outbox_event e
+                 WHERE e.status = 'FALLIDO' AND e.destination = d.destination) AS failed,
+               (SELECT count(*) FROM dead_letter l
+                 WHERE l.status = 'pending' AND l.destination = d.destination) AS dead_letters_pending
+          FROM unnest(%s::text[]) AS d(destination)""", [DESTINATIONS]).fetchall()
+    return _by_destination(rows, {"failed": 0, "dead_letters_pending": 0})
+
+
+def conflicts_per_hour(conn) -> list[int]:
+    """Signal 3: request_id_reused conflicts in each of the last 24 hours, oldest hour first."""
+    rows = conn.execute(f"""
+        SELECT {_BUCKET.format(last=HOURS - 1, col='occurred_at')} AS bucket, count(*) AS n
+          FROM ops_signal_event
+         WHERE kind = 'request_id_reused' AND occurred_at > now() - interval '24 hours'
+         GROUP BY 1""").fetchall()
+    series = [0] * HOURS
+    for row in rows:
+        series[row["bucket"]] += row["n"]
+    return series
+
+
+def unresolved_credit(conn) -> dict[str, dict]:
+    """Signal 4: unresolved BLANDA reservations and PENDIENTE_AUTORIZACION orders, with the oldest's age."""
+    row = conn.execute("""
+        SELECT (SELECT count(*) FROM stock_reservation
+                 WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_count,
+               (SELECT extract(epoch FROM now() - min(created_at))::float FROM stock_reservation
+                 WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_oldest_age_s,
+               (SELECT count(*) FROM orders WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_count,
+               (SELECT extract(epoch FROM now() - min(created_at))::float FROM orders
+                 WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_oldest_age_s""").fetchone()
+    return {"soft_reservations": {"count": row["soft_count"], "oldest_age_s": row["soft_oldest_age_s"]},
+            "pending_authorization": {"count": row["pending_count"], "oldest_age_s": row["pending_oldest_age_s"]}}
+
+
+def order_transaction_stats(conn) -> dict[str, dict]:
+    """Signal 5: p50/p95 (seconds) and count of order transactions over the last hour and 24 hours."""
+    row = conn.execute("""
+        SELECT count(*) FILTER (WHERE occurred_at > now() - interval '1 hour') AS n_1h,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds)
+                   FILTER (WHERE occurred_at > now() - interval '1 hour') AS p50_1h,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds)
+                   FILTER (WHERE occurred_at > now() - interval '1 hour') AS p95_1h,
+               count(*) AS n_24h,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) AS p50_24h,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95_24h
+          FROM order_transaction_sample
+         WHERE occurred_at > now() - interval '24 hours'""").fetchone()
+    return {window: {"count": row[f"n_{window}"], "p50": row[f"p50_{window}"], "p95": row[f"p95_{window}"]}
+            for window in ("1h", "24h")}
+
+
+def order_transaction_outcomes(conn) -> list[dict]:
+    """Order transactions of the last 24 hours per outcome, with their p95 (seconds)."""
+    return conn.execute("""
+        SELECT outcome, count(*) AS count,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95
+          FROM order_transaction_sample
+         WHERE occurred_at > now() - interval '24 hours'
+         GROUP BY outcome ORDER BY count(*) DESC, outcome""").fetchall()
+
+
+def order_transaction_p95_per_hour(conn) -> list[float | None]:
+    """p95 (seconds) of the order transactions in each of the last 24 hours; None for an hour without any."""
+    rows = conn.execute(f"""
+        SELECT {_BUCKET.format(last=HOURS - 1, col='occurred_at')} AS bucket,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95
+          FROM order_transaction_sample
+         WHERE occurred_at > now() - interval '24 hours'
+         GROUP BY 1""").fetchall()
+    series: list[float | None] = [None] * HOURS
+    for row in rows:
+        series[row["bucket"]] = row["p95"]
+    return series
+
+
+def pending_age_history(conn) -> dict[str, list[float]]:
+    """Age (seconds) of the oldest pending event per destination at each of the last 25 hour marks.
+
+    Rebuilt from the outbox itself rather than from snapshots, so the chart needs no sampler: an event
+    was pending at t if it existed, was not yet delivered, and had no open dead letter at t (a replay
+    resolves the dead letter and makes the event pending again; a discard keeps it FALLIDO for good).
+    """
+    rows = conn.execute("""
+        WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
+             candidates AS (
+                 SELECT id, destination, created_at, delivered_at FROM outbox_event
+                  WHERE status <> 'ENTREGADO'
+                 UNION ALL
+                 SELECT id, destination, created_at, delivered_at FROM outbox_event
+                  WHERE status = 'ENTREGADO' AND destination = ANY(%(destinations)s)
+                    AND delivered_at > now() - %(hours)s * interval '1 hour')
+        SELECT m.k, c.destination, extract(epoch FROM max(m.t - c.created_at))::float AS age_s
+          FROM marks m
+          JOIN candidates c ON c.created_at <= m.t AND (c.delivered_at IS NULL OR c.delivered_at > m.t)
+         WHERE NOT EXISTS (SELECT 1 FROM dead_letter d
+                            WHERE d.event_id = c.id AND d.created_at <= m.t
+                              AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
+         GROUP BY m.k, c.destination""", {"hours": HOURS, "destinations": DESTINATIONS}).fetchall()
+    series = {d: [0.0] * (HOURS + 1) for d in DESTINATIONS}
+    for row in rows:
+        series[row["destination"]][HOURS - row["k"]] = row["age_s"]
+    return series
+
+
+def skip_commit_wait(conn) -> None:
+    """Let the current transaction commit without waiting for its WAL flush (telemetry only)."""
+    conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+
+
+def insert_signal_event(conn, kind: str) -> None:
+    """Record one occurrence of a signal event (e.g. request_id_reused) now."""
+    conn.execute("INSERT INTO ops_signal_event (kind) VALUES (%s)", [kind])
+
+
+def insert_transaction_samples(conn, samples) -> None:
+    """Store order transaction samples: (occurred_at, seconds, outcome) tuples."""
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO order_transaction_sample (occurred_at, seconds, outcome) VALUES (%s, %s, %s)",
+                        samples)
+
+
+def purge_transaction_samples(conn, keep_days: int) -> int:
+    """Delete samples older than keep_days; return how many went."""
+    return conn.execute("DELETE FROM order_transaction_sample WHERE occurred_at < now() - %s * interval '1 day'",
+                        [keep_days]).rowcount

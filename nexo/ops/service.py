@@ -1,0 +1,63 @@
+"""Read the five signals (seed: "qué mirar en un día malo") in one short read-only transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from nexo.ops import queries
+
+# A dashboard must never hold a connection long on a bad day, which is when it is looked at most.
+STATEMENT_TIMEOUT = "5s"
+
+
+@dataclass(frozen=True)
+class CurrentSignals:
+    """The values of the five signals now: what /metrics exposes and the top of /ops shows."""
+
+    pending: dict[str, dict]
+    failed: dict[str, dict]
+    conflicts_per_hour: list[int]
+    credit: dict[str, dict]
+    transactions: dict[str, dict]
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """Everything /ops shows: the current values plus the 24-hour history behind the charts."""
+
+    current: CurrentSignals
+    transaction_outcomes: list[dict]
+    transaction_p95_per_hour: list[float | None]
+    pending_age_history: dict[str, list[float]]
+    read_at: datetime
+
+
+def _current(conn) -> CurrentSignals:
+    return CurrentSignals(
+        pending=queries.pending_events(conn),
+        failed=queries.failed_events(conn),
+        conflicts_per_hour=queries.conflicts_per_hour(conn),
+        credit=queries.unresolved_credit(conn),
+        transactions=queries.order_transaction_stats(conn),
+    )
+
+
+def read_current(db) -> CurrentSignals:
+    """The current value of every signal (for a Prometheus scrape)."""
+    with db.reading() as conn:
+        queries.limit_statement_time(conn, STATEMENT_TIMEOUT)
+        return _current(conn)
+
+
+def read_dashboard(db) -> Dashboard:
+    """The current values and their last 24 hours (for the /ops page)."""
+    with db.reading() as conn:
+        queries.limit_statement_time(conn, STATEMENT_TIMEOUT)
+        return Dashboard(
+            current=_current(conn),
+            transaction_outcomes=queries.order_transaction_outcomes(conn),
+            transaction_p95_per_hour=queries.order_transaction_p95_per_hour(conn),
+            pending_age_history=queries.pending_age_history(conn),
+            read_at=datetime.now(UTC),
+        )

@@ -1,0 +1,67 @@
+"""GET /ops (the operations page) and GET /metrics (Prometheus text for a scraper)."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, Response, current_app, render_template, request, url_for
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from nexo.auth.permissions import permission_required
+from nexo.extensions import get_db
+from nexo.ops import charts, exposition, service
+from nexo.unknowns import UNKNOWNS
+
+bp = Blueprint("ops", __name__)
+
+DESTINATION_LABELS = {"fiscal": "Fiscal (facturación)", "warehouse": "Depósito (entregas)"}
+
+
+@bp.app_template_filter("ops_duration")
+def ops_duration(seconds):
+    """Jinja filter: a duration in Spanish units."""
+    return charts.format_duration(seconds)
+
+
+@bp.route("/ops")
+@permission_required("ops.view")
+def dashboard():
+    """The five signals with their last 24 hours, the undefined thresholds and the register of unknowns."""
+    data = service.read_dashboard(get_db())
+    settings = current_app.config["NEXO_SETTINGS"]
+    return render_template("ops/dashboard.html", data=data, signals=data.current,
+                           charts=_charts(data), unknowns=UNKNOWNS, labels=DESTINATION_LABELS,
+                           outbox_retention_days=settings.outbox_retention_days, links=_links())
+
+
+def _charts(data: service.Dashboard) -> dict:
+    named_age = {DESTINATION_LABELS[d]: v for d, v in data.pending_age_history.items()}
+    return {
+        "conflicts": charts.bar_chart("Conflictos request_id_reused por hora", data.current.conflicts_per_hour,
+                                      charts.format_count, charts.count_ceiling),
+        "p95": charts.line_chart("p95 de la transacción de pedido por hora", {"p95": data.transaction_p95_per_hour},
+                                 charts.format_duration, charts.nice_duration_ceiling, bars_alignment=True),
+        "pending_age": charts.line_chart("Antigüedad del evento PENDIENTE más viejo", named_age,
+                                         charts.format_duration, charts.nice_duration_ceiling),
+    }
+
+
+def _links() -> dict:
+    """Where to act on a signal, once the page that does it exists."""
+    targets = {"credit": "credit.queue", "dead_letters": "deadletters.list_dead_letters"}
+    return {key: url_for(endpoint) for key, endpoint in targets.items() if endpoint in current_app.view_functions}
+
+
+@bp.route("/metrics")
+def metrics():
+    """Prometheus text (counts and durations only); Bearer METRICS_TOKEN required when one is set."""
+    token = current_app.config["NEXO_SETTINGS"].metrics_token
+    if token and not _bearer_matches(request.headers.get("Authorization", ""), token):
+        return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'},
+                        mimetype="text/plain")
+    return Response(exposition.render(get_db()), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _bearer_matches(header: str, token: str) -> bool:
+    # Constant-time comparison, so the answer's timing does not reveal how much of a guess was right.
+    return hmac.compare_digest(header.encode(), f"Bearer {token}".encode())

@@ -1,0 +1,177 @@
+"""Security hardening applied to every response and to the login form (issue 7).
+
+Decisions:
+- Headers on every response: a Content-Security-Policy that allows scripts and styles only from our
+  own static files (no 'unsafe-inline': templates carry no inline script or style= attribute), no
+  framing, no plugins; nosniff; Referrer-Policy same-origin; X-Frame-Options DENY for old browsers;
+  HSTS when the request came over HTTPS.
+- Session cookie: HttpOnly and SameSite=Lax (create_app), plus Secure whenever the request was served
+  over HTTPS (request.is_secure), decided per response. Behind a TLS-terminating proxy set
+  TRUSTED_PROXIES to the number of proxies in front of Nexo: werkzeug's ProxyFix then trusts that many
+  X-Forwarded-For/-Proto hops, which also gives the login limit the client's address instead of the
+  proxy's. COOKIE_SECURE=always marks the cookie Secure even on plain HTTP (a belt for deployments
+  whose proxy does not send X-Forwarded-Proto).
+- Login rate limits (Flask-Limiter, Redis storage from REDIS_URL so every worker and process shares
+  the counters): only failed attempts (401) count; LOGIN_RATE_LIMIT_USERNAME per username (default
+  5 per 15 minutes) and LOGIN_RATE_LIMIT_IP per client address (default 20 per 15 minutes), moving
+  window. Security settings, not business rules. The username is hashed before it becomes a key, so
+  neither Redis nor the limiter's log line ever holds what someone typed there (sometimes a password).
+  When Redis is down the limiter fails open (login keeps working) and logs the failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+from flask import current_app, g, has_request_context, request
+from flask.sessions import SecureCookieSessionInterface
+from flask_limiter import Limiter
+from limits import parse as parse_limit
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from nexo.settings import SettingsError
+
+log = logging.getLogger(__name__)
+
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "font-src 'self'",
+    "connect-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'", "frame-ancestors 'none'",
+])
+HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+HSTS = "max-age=31536000"
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """The security knobs, read from the environment and validated when the app is built."""
+
+    login_limit_per_username: str = "5 per 15 minutes"
+    login_limit_per_ip: str = "20 per 15 minutes"
+    cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
+    trusted_proxies: int = 0
+
+    @classmethod
+    def from_env(cls, env=None) -> SecuritySettings:
+        """Read LOGIN_RATE_LIMIT_USERNAME, LOGIN_RATE_LIMIT_IP, COOKIE_SECURE and TRUSTED_PROXIES."""
+        env = os.environ if env is None else env
+        defaults = cls()
+        settings = cls(
+            login_limit_per_username=env.get("LOGIN_RATE_LIMIT_USERNAME", "").strip() or defaults.login_limit_per_username,
+            login_limit_per_ip=env.get("LOGIN_RATE_LIMIT_IP", "").strip() or defaults.login_limit_per_ip,
+            cookie_secure=env.get("COOKIE_SECURE", "").strip().lower() or defaults.cookie_secure,
+            trusted_proxies=_whole(env, "TRUSTED_PROXIES"),
+        )
+        for name, value in (("LOGIN_RATE_LIMIT_USERNAME", settings.login_limit_per_username),
+                            ("LOGIN_RATE_LIMIT_IP", settings.login_limit_per_ip)):
+            try:
+                parse_limit(value)
+            except ValueError:
+                raise SettingsError(f"{name}={value!r} is not a rate limit like '5 per 15 minutes'") from None
+        if settings.cookie_secure not in ("auto", "always"):
+            raise SettingsError(f"COOKIE_SECURE={settings.cookie_secure!r} must be 'auto' or 'always'")
+        return settings
+
+
+def _whole(env, name: str) -> int:
+    raw = env.get(name, "").strip() or "0"
+    if not raw.isdigit():
+        raise SettingsError(f"{name}={raw!r} must be a whole number (0 when no proxy is in front of Nexo)")
+    return int(raw)
+
+
+class HttpsAwareSessionInterface(SecureCookieSessionInterface):
+    """The signed-cookie session, whose cookie is Secure whenever the request came over HTTPS."""
+
+    def get_cookie_secure(self, app) -> bool:
+        """Secure if configured so, or if this request was served over HTTPS."""
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
+
+
+def init_app(app) -> None:
+    """Apply headers, cookie flags, proxy trust and the login rate limits to app (after its blueprints)."""
+    settings = app.config.setdefault("NEXO_SECURITY", SecuritySettings.from_env())
+    if settings.trusted_proxies:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies, x_proto=settings.trusted_proxies)
+    app.session_interface = HttpsAwareSessionInterface()
+    if settings.cookie_secure == "always":
+        app.config.update(SESSION_COOKIE_SECURE=True, REMEMBER_COOKIE_SECURE=True)
+    app.after_request(add_security_headers)
+    _init_login_limits(app)
+
+
+def add_security_headers(response):
+    """Set the security headers on a response (a view may already have set a stricter one)."""
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
+    if request.is_secure:
+        response.headers.setdefault("Strict-Transport-Security", HSTS)
+    if response.status_code == 429 and g.get("retry_after_s"):
+        response.headers["Retry-After"] = str(g.retry_after_s)
+    return response
+
+
+# --- login rate limits -------------------------------------------------------------------------
+
+def login_rate_limited(view):
+    """Mark a view for the login limits; init_app wraps it with this app's limiter."""
+    view.nexo_login_rate_limited = True
+    return view
+
+
+def _client_key() -> str:
+    return "ip:" + (request.remote_addr or "unknown")
+
+
+def _username_key() -> str:
+    # Hashed: the key (and the limiter's own log line) must not hold what was typed (ADR: no secrets in logs).
+    typed = (request.form.get("username") or "").strip().lower()
+    return "user:" + hashlib.sha256(typed.encode()).hexdigest()[:32]
+
+
+def _failed_login(response) -> bool:
+    return response.status_code == 401
+
+
+def _breached(kind: str):
+    def on_breach(limit) -> None:
+        g.retry_after_s = max(1, int(limit.reset_at - time.time()))
+        log.warning("login rate limit reached (%s); refusing with 429", kind)
+    return on_breach
+
+
+def _storage_uri(redis_url: str) -> str:
+    # The limits library spells a Redis socket path redis+unix://; REDIS_URL may use unix://.
+    return "redis+" + redis_url if redis_url.startswith("unix://") else redis_url
+
+
+def _init_login_limits(app) -> None:
+    """One limiter per app (tests build several apps against different Redis servers)."""
+    limiter = Limiter(
+        _client_key, storage_uri=_storage_uri(app.config["NEXO_SETTINGS"].redis_url),
+        # Fail fast when Redis hangs: a login waits at most about a second for its limit check.
+        storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
+        strategy="moving-window", key_prefix="nexo-login",
+        # Fail open: with Redis down the check is skipped and flask-limiter logs the error
+        # ("Failed to rate limit. Swallowing error"); a login must not depend on the job transport.
+        swallow_errors=True, headers_enabled=False)
+    limiter.init_app(app)
+    app.extensions["nexo.limiter"] = limiter
+    per_username = limiter.limit(lambda: current_app.config["NEXO_SECURITY"].login_limit_per_username,
+                                 key_func=_username_key, methods=["POST"], deduct_when=_failed_login,
+                                 on_breach=_breached("per username"))
+    per_ip = limiter.limit(lambda: current_app.config["NEXO_SECURITY"].login_limit_per_ip,
+                           key_func=_client_key, methods=["POST"], deduct_when=_failed_login,
+                           on_breach=_breached("per client address"))
+    for endpoint, view in list(app.view_functions.items()):
+        if getattr(view, "nexo_login_rate_limited", False):
+            app.view_functions[endpoint] = per_ip(per_username(view))
