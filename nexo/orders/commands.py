@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from nexo.orders.fingerprint import normalise_sku
+
 # Outcomes of create_order. The view turns them into 303 / 409 / 422 / 400 (CONTRACT.md).
 CONFIRMED = "confirmed"                      # new order within the credit limit (RN-01)
 PENDING_AUTHORIZATION = "pending_authorization"  # new order over the limit, waits for credit (RN-02)
@@ -78,8 +80,6 @@ MAX_LINES = 50
 
 def validate(cmd: CreateOrder) -> dict[str, str]:
     """Shape errors of a command that no database lookup is needed to see (empty, duplicates, quantities)."""
-    from nexo.orders.fingerprint import normalise_sku
-
     errors: dict[str, str] = {}
     if not cmd.lines:
         errors["lines"] = "El pedido necesita al menos una línea."

@@ -34,19 +34,20 @@ def new_order():
     with get_db().reading() as conn:
         client_ids = {str(c["id"]) for c in queries.clients(conn)}
         warehouse_ids = {w["id"] for w in queries.warehouses(conn)}
-    rows, errors = _validate(form, client_ids, warehouse_ids)
+    rows, lines, errors = _validate(form, client_ids, warehouse_ids)
     request_id = parse_uuid(form.request_id.data)
     if errors or any(row.error for row in rows):
         return _render_form(form, str(request_id or uuid.uuid4()), padded(rows), errors, 400)
     cmd = commands.CreateOrder(
         request_id=request_id, client_id=uuid.UUID(form.client_id.data), warehouse_id=form.deposit_id.data,
-        lines=tuple(check_rows(rows)[0]), salesperson_id=current_user.id,
+        lines=tuple(lines), salesperson_id=current_user.id,
         delivery_method=(form.delivery_method.data or "").strip() or None, correlation_id=g.get("request_id"))
     result = service.create_order(get_db(), cmd)
     return _respond(result, form, rows, str(request_id))
 
 
-def _validate(form: OrderForm, client_ids: set[str], warehouse_ids: set[str]) -> tuple[list[LineRow], dict]:
+def _validate(form: OrderForm, client_ids: set[str], warehouse_ids: set[str]):
+    """Shape checks of a posted form: (rows as typed, valid lines, field errors)."""
     errors: dict[str, str] = {}
     form.validate()    # runs the field validators (delivery_method length); CSRF is checked globally
     if form.delivery_method.errors:
@@ -60,10 +61,10 @@ def _validate(form: OrderForm, client_ids: set[str], warehouse_ids: set[str]) ->
     if (form.deposit_id.data or "") not in warehouse_ids:
         errors["deposit_id"] = "Elegí un depósito de la lista."
     rows, too_many = read_rows(request.form)
-    _, no_lines = check_rows(rows)
+    lines, no_lines = check_rows(rows)
     if too_many or no_lines:
         errors["lines"] = too_many or no_lines
-    return rows, errors
+    return rows, lines, errors
 
 
 def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow], request_id: str):
