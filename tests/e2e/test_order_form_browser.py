@@ -1,43 +1,33 @@
-"""The order form in a real browser (Debian's Chromium): "Agregar línea" works under the CSP, and so does submit."""
+"""The order form in a real browser (Debian's Chromium): "Agregar línea" works under the CSP, and so does submit.
+
+Uses the shared browser fixtures of tests/e2e/browser_fixtures.py (one Chromium for the session).
+"""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import DEMO_PASSWORD
 from tests.integration.order_helpers import count
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (scripts/ensure_browser.sh)")]
+pytestmark = pytest.mark.browser
 
 
-def test_add_line_button_adds_a_row_and_the_order_goes_through(live_server, db):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        page = browser.new_page()
-        refused = []     # a CSP refusal of our own script would show up here
-        page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
-        page.goto(live_server + "/login")
-        page.fill("input[name=username]", "vendedor1")
-        page.fill("input[name=password]", DEMO_PASSWORD)
-        page.click("button[type=submit]")
-        page.goto(live_server + "/orders/new")
-        assert page.locator("[data-line-row]").count() == 5
-        page.click("[data-add-line]")
-        assert page.locator("[data-line-row]").count() == 6
-        page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
-        page.select_option("select[name=deposit_id]", value="CEN")
-        page.fill("input[name=lines-5-sku]", "cab-045")          # the added row is a real form row
-        page.fill("input[name=lines-5-quantity]", "40")
-        page.click("button[data-disable-on-submit]")
-        page.wait_for_url(re.compile(r"/orders/[0-9a-f-]{36}$"))
-        assert page.locator("[data-order-status]").get_attribute("data-order-status") == "CONFIRMADO"
-        browser.close()
+def test_add_line_button_adds_a_row_and_the_order_goes_through(people, db):
+    page = people.login("vendedor1")
+    refused = []     # a CSP refusal of our own script would show up here
+    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    page.goto("/orders/new")
+    assert page.locator("[data-line-row]").count() == 5
+    page.click("[data-add-line]")
+    assert page.locator("[data-line-row]").count() == 6
+    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
+    page.select_option("select[name=deposit_id]", value="CEN")
+    page.fill("input[name=lines-5-sku]", "cab-045")          # the added row is a real form row
+    page.fill("input[name=lines-5-quantity]", "40")
+    page.click("button[data-disable-on-submit]")
+    page.wait_for_url(re.compile(r"/orders/[0-9a-f-]{36}$"))
+    assert page.locator("[data-order-status]").get_attribute("data-order-status") == "CONFIRMADO"
     assert refused == []
     assert count(db, "SELECT count(*) FROM order_line WHERE sku = 'CAB-045' AND quantity = 40") == 1
