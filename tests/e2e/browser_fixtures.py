@@ -7,8 +7,11 @@ Fixtures
 --------
 ``browser`` (session)
     Playwright (sync API) driving ``/usr/bin/chromium``, headless, with the flags that keep it off the
-    network. Skips, with the reason, when that binary is missing (``make test`` installs it through
+    network, and with the back-forward cache on (as in a person's Chrome; Playwright's default turns it
+    off). Skips, with the reason, when that binary is missing (``make test`` installs it through
     scripts/ensure_browser.sh) or the playwright package is not installed. Never downloads a browser.
+``browser_without_bfcache`` (session)
+    The same Chromium with Playwright's default flags (no back-forward cache): Back reloads the page.
 ``browser_web`` (session) → ``WebServer``
     The app under gunicorn (scripts/gunicorn_conf.py, as ``make run`` starts it) with FISCAL_URL /
     WAREHOUSE_URL pointing at the sandboxed fakes (so the dead-letter key check reaches them) and the
@@ -16,8 +19,9 @@ Fixtures
     reads the ``create_order request=… outcome=…`` lines, which is how a test knows how many POSTs of
     one form the server really received.
 ``people`` (per test) → ``People``
-    ``people.login(username, javascript=True)`` → a Playwright page in a fresh browser context (its own
-    cookies: one person each), logged in through the real login form. Contexts closed at teardown.
+    ``people.login(username, javascript=True, next_path="/", browser=None)`` → a Playwright page in a
+    fresh browser context (its own cookies: one person each), logged in through the real login form.
+    Contexts closed at teardown.
 ``shots`` (per test) → ``Screenshots``
     ``shots.take(page, step)`` saves ``test-artifacts/browser/<test>-<step>.png`` (full page).
 """
@@ -51,19 +55,38 @@ _OUTCOME = re.compile(r"create_order request=(?P<request_id>[0-9a-f-]{36}) outco
 
 
 @pytest.fixture(scope="session")
-def browser():
-    """Headless Debian Chromium under Playwright for the whole session (skips when it is missing)."""
+def chromium_type():
+    """Playwright's Chromium launcher for the session (skips when /usr/bin/chromium or playwright is missing)."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (scripts/ensure_browser.sh, run by "
                     "`make test`) to run the browser tests")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed "
                                    "(it is in requirements.txt)")
+    sync_api.expect.set_options(timeout=TIMEOUT_MS)
     with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                              ignore_default_args=["--disable-back-forward-cache"])
-        sync_api.expect.set_options(timeout=TIMEOUT_MS)
-        yield chromium
-        chromium.close()
+        yield playwright.chromium
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_type):
+    """Headless Debian Chromium, with the back-forward cache a person's Chrome has.
+
+    Playwright turns that cache off by default (--disable-back-forward-cache) so that request
+    interception also sees history navigations; these tests intercept nothing, and the back button
+    scenario is about what a salesperson's browser does, so the cache stays on.
+    """
+    chromium = chromium_type.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                                    ignore_default_args=["--disable-back-forward-cache"])
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="session")
+def browser_without_bfcache(chromium_type):
+    """The same Chromium with Playwright's default flags: no back-forward cache (pages reload on Back)."""
+    chromium = chromium_type.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()
 
 
 class WebServer:
@@ -150,9 +173,9 @@ class People:
         self.shots = shots
         self.contexts = []
 
-    def login(self, username: str, *, javascript: bool = True, next_path: str = "/"):
+    def login(self, username: str, *, javascript: bool = True, next_path: str = "/", browser=None):
         """A page of a new context (own cookies) where `username` is signed in; lands on next_path."""
-        context = self.browser.new_context(base_url=self.base_url, java_script_enabled=javascript,
+        context = (browser or self.browser).new_context(base_url=self.base_url, java_script_enabled=javascript,
                                            locale="es-AR", viewport={"width": 1280, "height": 900})
         context.set_default_timeout(TIMEOUT_MS)
         self.contexts.append(context)
