@@ -15,6 +15,7 @@ import redis
 from bench import data as bench_data
 from bench import hot_sku, machine, order_entry, pgbench, profile, relay, report
 from bench import scale as scales
+from bench.cpu import CpuMeter
 from bench.stack import ROOT, Stack
 from bench.web import log_in_all
 from nexo.db import Database
@@ -60,8 +61,9 @@ def main() -> int:
             for n in CONCURRENCY:
                 say(f"(2) create_order direct, {n} thread(s), {scale.entry_s:g} s")
                 with profile.maybe(f"direct-x{n}", [os.getpid()], n == 8):
+                    meter = CpuMeter(database_url, redis_url, include_self="create_order (bench process)")
                     results["direct"].append(order_entry.direct(database_url, data, n, scale.entry_s,
-                                                                scale.warmup_s).as_dict())
+                                                                scale.warmup_s, meter).as_dict())
         if phases & {"http", "hot"}:
             results["web"] = web_shape(stack.env)
             url = stack.start_web()
@@ -71,7 +73,10 @@ def main() -> int:
                 for n in CONCURRENCY:
                     say(f"(3) HTTP order form, {n} client(s), {scale.entry_s:g} s")
                     with profile.maybe(f"http-x{n}", [stack.web.pid], n == 8):
-                        results["http"].append(order_entry.http(people, data, n, scale.entry_s, scale.warmup_s).as_dict())
+                        meter = CpuMeter(database_url, redis_url, {"gunicorn": [stack.web.pid]},
+                                         include_self="load generator")
+                        results["http"].append(order_entry.http(people, data, n, scale.entry_s, scale.warmup_s,
+                                                                meter).as_dict())
             if "hot" in phases:
                 say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
                 results["hot_sku"] = hot_sku.run(db, people, data)
@@ -100,6 +105,8 @@ def _relay(stack: Stack, db, data, scale, results: dict) -> None:
         say(f"(5) relay throughput, {n} worker(s), {scale.relay_events} events")
         results["relay_throughput"].append(relay.throughput(stack, db, connection, data, n, scale.relay_events,
                                                             profile_default=n == 2))
+    say(f"(5) diagnostic: 2 delivery loops without RQ (sweeper.deliver_here), {scale.relay_events} events")
+    results["relay_without_rq"] = relay.drain_throughput(stack, db, connection, data, 2, scale.relay_events)
     results["relay_latency"] = []
     for on in (True, False):
         say(f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"

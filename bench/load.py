@@ -31,6 +31,7 @@ class Measurement:
     p50_ms: float | None
     p99_ms: float | None
     error_samples: list[str]
+    cpu_ms_per_op: dict[str, float] | None = None    # CPU of each part per operation, warm-up included
 
     @property
     def per_s(self) -> float:
@@ -44,21 +45,25 @@ class Measurement:
 
 def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
                 operation: Callable[[object, random.Random], tuple[bool, str | None]],
-                duration_s: float, warmup_s: float) -> Measurement:
+                duration_s: float, warmup_s: float, meter=None) -> Measurement:
     """Run `concurrency` threads, each repeating operation(state, rng) back to back; measure after the warm-up.
 
     setup(i) builds thread i's state (a session, a login) before the clock starts. operation returns
     (ok, error description). Only operations that start after the warm-up and finish before the end
-    count, so the window holds no half-measured requests.
+    count, so the window holds no half-measured requests. A meter (bench.cpu.CpuMeter) is read when
+    the clock starts and when the threads are done, and divided by every operation in between.
     """
     states = [None] * concurrency
     lock = threading.Lock()
     latencies: list[float] = []
     errors: list[str] = []
     window: dict[str, float] = {}
+    finished_ops = [0]
 
     def open_window() -> None:
         # The barrier's action runs once every thread is set up, before any is released: the clock starts here.
+        if meter is not None:
+            meter.start()
         now = time.perf_counter()
         window.update(start=now + warmup_s, end=now + warmup_s + duration_s)
 
@@ -80,6 +85,8 @@ def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
             except Exception as exc:       # a failed request is a measured error, not a crashed bench
                 ok, error = False, f"{type(exc).__name__}: {exc}"[:200]
             finished = time.perf_counter()
+            with lock:
+                finished_ops[0] += 1
             if began >= start and finished <= end:
                 with lock:
                     if ok:
@@ -96,7 +103,8 @@ def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
     ms = [x * 1000 for x in latencies]
     return Measurement(name=name, concurrency=concurrency, completed=len(latencies), errors=len(errors),
                        seconds=duration_s, p50_ms=_round(percentile(ms, 50)), p99_ms=_round(percentile(ms, 99)),
-                       error_samples=sorted(set(errors))[:5])
+                       error_samples=sorted(set(errors))[:5],
+                       cpu_ms_per_op=meter.per_op(finished_ops[0]) if meter is not None else None)
 
 
 def _round(value: float | None) -> float | None:

@@ -12,7 +12,8 @@ from nexo.db import Database
 from nexo.orders import commands, service
 
 
-def direct(database_url: str, data: BenchData, threads: int, duration_s: float, warmup_s: float) -> Measurement:
+def direct(database_url: str, data: BenchData, threads: int, duration_s: float, warmup_s: float,
+           meter=None) -> Measurement:
     """`threads` threads calling create_order back to back with 2-line orders; pool max_size = threads."""
     # timeout: a thread waiting for a connection is measured waiting, never failed by the pool.
     db = Database(database_url, max_size=threads, timeout_s=60, name="bench-direct")
@@ -28,15 +29,16 @@ def direct(database_url: str, data: BenchData, threads: int, duration_s: float, 
         return result.outcome == commands.CONFIRMED, f"outcome {result.outcome} {','.join(result.reasons)}"
 
     try:
-        return closed_loop(f"direct x{threads}", threads, lambda i: None, order, duration_s, warmup_s)
+        return closed_loop(f"direct x{threads}", threads, lambda i: None, order, duration_s, warmup_s, meter)
     finally:
         db.close()
 
 
-def http(people: list[Salesperson], data: BenchData, clients: int, duration_s: float, warmup_s: float) -> Measurement:
+def http(people: list[Salesperson], data: BenchData, clients: int, duration_s: float, warmup_s: float,
+         meter=None) -> Measurement:
     """`clients` logged-in salespeople posting the order form back to back; anything but a 303 is an error."""
     def order(person: Salesperson, rng: random.Random):
-        answer = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
-        return answer.status_code == 303, f"HTTP {answer.status_code}"
+        status, _ = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
+        return status == 303, f"HTTP {status}"
 
-    return closed_loop(f"http x{clients}", clients, lambda i: people[i], order, duration_s, warmup_s)
+    return closed_loop(f"http x{clients}", clients, lambda i: people[i], order, duration_s, warmup_s, meter)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -19,7 +21,8 @@ from rq import Queue
 
 from bench import data as bench_data
 from bench import profile
-from bench.stack import Stack
+from bench.cpu import CpuMeter
+from bench.stack import ROOT, Stack
 from nexo.db import Database
 from nexo.orders import commands, service
 from nexo.outbox import wakeup
@@ -56,9 +59,12 @@ def throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.Bench
     try:
         with db.reading() as conn:
             started = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+        meter = CpuMeter(stack.env["DATABASE_URL"], stack.env["REDIS_URL"],
+                         {"workers": [p.pid for p in procs], "fakes": [p.pid for p in stack.fakes]}).start()
         with profile.maybe(f"relay-x{workers}", [p.pid for p in procs], profile_default):
             wakeup.enqueue(connection, Settings.from_env(stack.env), [(str(e), None) for e in ids])
             state = _wait_settled(db, timeout_s=60 + events / 20)
+        cpu = meter.per_op(len(ids))
         with db.reading() as conn:
             row = conn.execute("SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
                                " WHERE id = ANY(%s) AND status = 'ENTREGADO'", [ids]).fetchone()
@@ -68,7 +74,44 @@ def throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.Bench
     seconds = (row["last"] - started).total_seconds() if row["last"] else None
     return {"workers": workers, "events": len(ids), "delivered": row["delivered"], "failed": state["failed"],
             "seconds": round(seconds, 2) if seconds else None,
-            "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0}
+            "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0, "cpu_ms_per_event": cpu}
+
+
+def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, processes: int,
+                     events: int) -> dict:
+    """Diagnostic: the same events delivered by `processes` bench.drain loops, with no RQ job per event."""
+    _reset(db, connection)
+    ids = bench_data.insert_confirmed_orders(db, data, events // 2)
+    env = {**stack.env, "PYTHONUNBUFFERED": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "bench.drain"], cwd=ROOT, env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+             for _ in range(processes)]
+    try:
+        for proc in procs:
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError("a bench.drain process did not start")
+        meter = CpuMeter(stack.env["DATABASE_URL"], stack.env["REDIS_URL"], {"fakes": [p.pid for p in stack.fakes]},
+                         reaped_children="drainers").start()
+        with db.reading() as conn:
+            started = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            proc.wait(timeout=60 + events / 20)
+        cpu = meter.per_op(len(ids))
+        with db.reading() as conn:
+            row = conn.execute("SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
+                               " WHERE id = ANY(%s) AND status = 'ENTREGADO'", [ids]).fetchone()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    seconds = (row["last"] - started).total_seconds() if row["last"] else None
+    return {"drainers": processes, "events": len(ids), "delivered": row["delivered"],
+            "seconds": round(seconds, 2) if seconds else None,
+            "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0, "cpu_ms_per_event": cpu}
 
 
 def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, *, wakeup_on: bool,

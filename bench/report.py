@@ -54,6 +54,15 @@ def _num(value, digits: int = 1) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
+def _cpu(values: dict | None) -> str:
+    # Parts in the order the column header names them: the Python tier first, then the servers.
+    if not values:
+        return "—"
+    first = sorted((k for k in values if k not in ("postgres", "redis", "load generator")), key=lambda k: k == "fakes")
+    order = first + [k for k in ("postgres", "redis", "load generator") if k in values]
+    return " · ".join(f"{values[k]:.1f}" for k in order)
+
+
 def table(results: dict) -> str:
     """The run as a plain-text table (what `make bench` prints and the README pastes)."""
     m = results["machine"]
@@ -76,11 +85,12 @@ def table(results: dict) -> str:
         rows = results.get(key)
         if not rows:
             continue
-        lines += [title, "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like"]
+        lines += [title, "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like   CPU ms/order: "
+                  + ("gunicorn · postgres · redis · load generator" if key == "http" else "python · postgres · redis")]
         for r in rows:
             share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
             lines.append(f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
-                         f" {r['errors']:>8} {share:>12}")
+                         f" {r['errors']:>8} {share:>12}   {_cpu(r.get('cpu_ms_per_op'))}")
         lines.append("")
     hot = results.get("hot_sku")
     if hot:
@@ -90,10 +100,14 @@ def table(results: dict) -> str:
                   f" {hot['stock_after']['reserved']} of {hot['stock_after']['on_hand']}", ""]
     if results.get("relay_throughput"):
         lines += ["(5) relay throughput (events pre-created, wake-ups enqueued, until all ENTREGADO)",
-                  "    workers   events   seconds   events/s   failed"]
+                  "    workers   events   seconds   events/s   failed   CPU ms/event: workers · fakes · postgres · redis"]
         for r in results["relay_throughput"]:
             lines.append(f"    {r['workers']:>7} {r['events']:>8} {_num(r['seconds'], 2):>9} {_num(r['events_per_s']):>10}"
-                         f" {r['failed']:>8}")
+                         f" {r['failed']:>8}   {_cpu(r.get('cpu_ms_per_event'))}")
+        bare = results.get("relay_without_rq")
+        if bare:
+            lines.append(f"    diagnostic, no RQ job per event ({bare['drainers']} sweeper.deliver_here loops):"
+                         f" {_num(bare['events_per_s'])} events/s, CPU ms/event {_cpu(bare.get('cpu_ms_per_event'))}")
         lines.append("")
     if results.get("relay_latency"):
         lines += ["    commit → ENTREGADO (delivered_at − created_at), orders at a steady rate, 1 worker + 1 sweeper",

@@ -59,6 +59,7 @@ class Stack:
         self.procs: list[subprocess.Popen] = []
         self.web_url: str | None = None
         self.web: subprocess.Popen | None = None
+        self.fakes: list[subprocess.Popen] = []
 
     def start(self, name: str, **overrides) -> subprocess.Popen:
         """Start one Procfile process with these environment overrides; its output goes to a log file."""
@@ -81,6 +82,7 @@ class Stack:
             self.env[f"{name.upper()}_PORT"] = str(port)
             self.env[f"{name.upper()}_URL"] = f"http://127.0.0.1:{port}"
             proc = self.start(name)
+            self.fakes.append(proc)
             _wait_http(self.env[f"{name.upper()}_URL"] + "/__sandbox/health", proc)
 
     def start_web(self) -> str:
