@@ -15,9 +15,9 @@ Fixtures
 ``browser_web`` (session) → ``WebServer``
     The app under gunicorn (scripts/gunicorn_conf.py, as ``make run`` starts it) with FISCAL_URL /
     WAREHOUSE_URL pointing at the sandboxed fakes (so the dead-letter key check reaches them) and the
-    relay's short test cadences. Its output goes to a file: ``.create_order_outcomes(request_id)``
-    reads the ``create_order request=… outcome=…`` lines, which is how a test knows how many POSTs of
-    one form the server really received.
+    relay's short test cadences. Its output goes to a file, which is how a test knows what the server
+    really received: ``.requests_to("POST", "/orders/new")`` counts access-log lines and
+    ``.create_order_outcomes(request_id)`` reads the ``create_order request=… outcome=…`` lines.
 ``people`` (per test) → ``People``
     ``people.login(username, javascript=True, next_path="/", browser=None)`` → a Playwright page in a
     fresh browser context (its own cookies: one person each), logged in through the real login form.
@@ -99,6 +99,17 @@ class WebServer:
     def log_lines(self) -> list[str]:
         """Everything gunicorn and the app wrote so far."""
         return self.log_path.read_text(errors="replace").splitlines()
+
+    def requests_to(self, method: str, path: str) -> int:
+        """How many requests gunicorn answered for this method and path (its JSON access log lines)."""
+        count = 0
+        for line in self.log_lines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            count += entry.get("method") == method and entry.get("path") == path
+        return count
 
     def create_order_outcomes(self, request_id: str) -> list[str]:
         """The outcome of every POST of the order form with this requestId that reached create_order."""
