@@ -11,6 +11,9 @@ graceful_timeout = 10
 accesslog = "-"
 # The connection pool is created lazily in each worker after fork (nexo.db.Database.pool).
 preload_app = False
+# gunicorn 27's control socket lives at one path per user (~/.gunicorn/gunicorn.ctl): several gunicorns
+# on one machine (tests, bench) would fight over it, and Nexo does not use it.
+control_socket_disable = True
 
 # Structured logs (issue 7): gunicorn's own lines as JSON; access lines carry the X-Request-ID.
 logger_class = "nexo.observability.GunicornLogger"
