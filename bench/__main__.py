@@ -79,7 +79,8 @@ def main() -> int:
                                                                 meter).as_dict())
             if "hot" in phases:
                 say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
-                results["hot_sku"] = hot_sku.run(db, people, data)
+                meter = CpuMeter(database_url, redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
+                results["hot_sku"] = hot_sku.run(db, people, data, meter)
             stack.stop(stack.web)              # the web tier takes no part in the relay figures
         if "relay" in phases:
             _relay(stack, db, data, scale, results)
@@ -108,12 +109,12 @@ def _relay(stack: Stack, db, data, scale, results: dict) -> None:
     say(f"(5) diagnostic: 2 delivery loops without RQ (sweeper.deliver_here), {scale.relay_events} events")
     results["relay_without_rq"] = relay.drain_throughput(stack, db, connection, data, 2, scale.relay_events)
     results["relay_latency"] = []
-    for on in (True, False):
+    # make run's shape (Procfile: one worker, one sweeper) with and without the wake-up; then two workers.
+    for on, workers in ((True, 1), (False, 1), (True, 2)):
         say(f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"
-            f" wake-up {'on' if on else 'off (sweeper only)'}")
-        results["relay_latency"].append(relay.latency(stack, db, connection, data, wakeup_on=on,
+            f" wake-up {'on' if on else 'off (sweeper only)'}, {workers} worker(s)")
+        results["relay_latency"].append(relay.latency(stack, db, connection, data, wakeup_on=on, workers=workers,
                                                       rate=scale.latency_rate, duration_s=scale.latency_s))
-
 
 if __name__ == "__main__":
     sys.exit(main())

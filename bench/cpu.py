@@ -59,15 +59,13 @@ class CpuMeter:
     """CPU seconds of named process trees, this process, Postgres and Redis between start() and stop()."""
 
     def __init__(self, database_url: str, redis_url: str, trees: dict[str, list[int]] | None = None,
-                 include_self: str | None = None, reaped_children: str | None = None):
+                 include_self: str | None = None):
         self.redis = redis.Redis.from_url(redis_url)
         self.trees = dict(trees or {})
         postmaster = postmaster_pid(database_url)
         if postmaster:
             self.trees["postgres"] = [postmaster]
         self.include_self = include_self
-        # Children of this process that exit before the last reading are counted once reaped (wait()).
-        self.reaped_children = reaped_children
         self._start: dict[str, float] = {}
 
     def _read(self) -> dict[str, float]:
@@ -77,9 +75,6 @@ class CpuMeter:
         if self.include_self:
             usage = resource.getrusage(resource.RUSAGE_SELF)
             values[self.include_self] = usage.ru_utime + usage.ru_stime
-        if self.reaped_children:
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            values[self.reaped_children] = usage.ru_utime + usage.ru_stime
         return values
 
     def start(self) -> CpuMeter:

@@ -9,7 +9,7 @@ from bench import data as bench_data
 from bench.web import Salesperson
 
 
-def run(db, people: list[Salesperson], data: bench_data.BenchData) -> dict:
+def run(db, people: list[Salesperson], data: bench_data.BenchData, meter=None) -> dict:
     """Release every buyer with one barrier; exactly one 303, the rest 422 insufficient_stock, nothing else."""
     sku = bench_data.add_hot_sku(db)
     answers: list[tuple[float, float, int, str]] = [None] * len(people)  # type: ignore[list-item]
@@ -28,10 +28,13 @@ def run(db, people: list[Salesperson], data: bench_data.BenchData) -> dict:
         answers[i] = (began, time.perf_counter(), status, reason)
 
     threads = [threading.Thread(target=buy, args=(i,)) for i in range(len(people))]
+    if meter is not None:
+        meter.start()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
+    cpu = meter.per_op(len(people)) if meter is not None else None
     done = [a for a in answers if a is not None]
     successes = sum(1 for a in done if a[2] == 303)
     refused = sum(1 for a in done if a[2] == 422 and a[3] == "insufficient_stock")
@@ -44,4 +47,5 @@ def run(db, people: list[Salesperson], data: bench_data.BenchData) -> dict:
         "error_samples": sorted({f"HTTP {a[2]} {a[3]}".strip() for a in done
                                  if not (a[2] == 303 or (a[2] == 422 and a[3] == "insufficient_stock"))})[:5],
         "stock_after": {"on_hand": state["on_hand"], "reserved": state["reserved"], "orders": state["orders"]},
+        "cpu_ms_per_answer": cpu,
     }

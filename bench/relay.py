@@ -90,16 +90,17 @@ def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data
         for proc in procs:
             if proc.stdout.readline().strip() != "ready":
                 raise RuntimeError("a bench.drain process did not start")
-        meter = CpuMeter(stack.env["DATABASE_URL"], stack.env["REDIS_URL"], {"fakes": [p.pid for p in stack.fakes]},
-                         reaped_children="drainers").start()
+        meter = CpuMeter(stack.env["DATABASE_URL"], stack.env["REDIS_URL"], {"fakes": [p.pid for p in stack.fakes]}).start()
         with db.reading() as conn:
             started = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
         for proc in procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
+        drain_cpu_s = 0.0
         for proc in procs:
             proc.wait(timeout=60 + events / 20)
-        cpu = meter.per_op(len(ids))
+            drain_cpu_s += float(proc.stdout.readline().split()[1])
+        cpu = {"drainers": round(drain_cpu_s * 1000 / len(ids), 2), **meter.per_op(len(ids))}
         with db.reading() as conn:
             row = conn.execute("SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
                                " WHERE id = ANY(%s) AND status = 'ENTREGADO'", [ids]).fetchone()

@@ -24,7 +24,7 @@ class Scale:
 
 
 SCALES = {
-    "full": Scale("full", pgbench_s=15, pgbench_scale=10, entry_s=15, warmup_s=2, relay_events=3000,
+    "full": Scale("full", pgbench_s=15, pgbench_scale=10, entry_s=15, warmup_s=2, relay_events=2000,
                   latency_s=20, latency_rate=50),
     "smoke": Scale("smoke", pgbench_s=3, pgbench_scale=10, entry_s=3, warmup_s=1, relay_events=300,
                    latency_s=4, latency_rate=50),
