@@ -90,12 +90,14 @@ def requeue_events(conn, *, event_ids: list, destination: str) -> int:
     """Put FALLIDO events of one destination back to PENDIENTE, due now, with no lease; return how many.
 
     `attempts` and the delivery_attempt rows are left as they are: attempts counts every try
-    (CONTRACT.md) and the history of the failed cycle stays readable on the detail page.
+    (CONTRACT.md) and the history of the failed cycle stays readable on the detail page. The relay's
+    budget and backoff restart, though: the event gets a fresh cycle of RELAY_MAX_ATTEMPTS tries.
     """
     return conn.execute(
         """
         UPDATE outbox_event
-           SET status = 'PENDIENTE', next_attempt_at = now(), locked_until = NULL, claim_token = NULL
+           SET status = 'PENDIENTE', next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
+               cycle_started_attempts = attempts
          WHERE id = ANY(%s) AND destination = %s AND status = 'FALLIDO'
         """,
         [list(event_ids), destination],

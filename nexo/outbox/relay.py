@@ -91,13 +91,14 @@ def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) 
         error = result.error
         if result.kind == destinations.DELIVERED:
             outcome, row = ENTREGADO, repo.mark_delivered(conn, event["id"], event["claim_token"])
-        elif result.kind == destinations.TRANSIENT and event["attempts"] < cadence.max_attempts:
-            delay = backoff_s(event["attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
+        # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
+        elif result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
+            delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
             outcome, row = REINTENTO, repo.mark_retry(conn, event["id"], event["claim_token"], delay_s=delay,
                                                       error=error)
         else:
             if result.kind == destinations.TRANSIENT:   # RELAY_MAX_ATTEMPTS reached: a person decides now
-                error = f"agotados {event['attempts']} intentos; último error: {error}"
+                error = f"agotados {event['cycle_attempts']} intentos; último error: {error}"
             outcome, row = FALLIDO, repo.mark_failed(conn, event["id"], event["claim_token"], error=error)
         if row is None:
             # Our lease expired and another claimant took the event: its outcome stands, not ours.

@@ -39,7 +39,8 @@ WITH claimed AS (
                    ORDER BY next_attempt_at
                    LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED)
-    RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id
+    RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id,
+              attempts - cycle_started_attempts AS cycle_attempts
 ), attempt AS (
     INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, %(worker)s, clock_timestamp() FROM claimed

@@ -123,3 +123,24 @@ def test_transient_errors_back_off_and_fail_after_max_attempts(db, redis_client,
     assert gaps[0] >= 0.2 and gaps[1] >= 0.4
     assert len(dead_letters_of(db, order.fiscal_event_id)) == 1
     assert fakes.effects("fiscal") == []
+
+
+def test_a_replayed_dead_letter_gets_a_fresh_cycle_of_attempts(db, redis_client, fakes, relay):
+    """Issue 6: replay puts the event back for a fresh cycle; attempts keeps counting every try."""
+    from nexo.deadletters import service as dead_letters
+
+    fakes.set_mode("fiscal", "error_5xx")
+    order = start(relay, db, redis_client, RELAY_MAX_ATTEMPTS=2)
+    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=40)
+    dead_letter_id = dead_letters_of(db, order.fiscal_event_id)[0]["id"]
+    # The destination still fails once after the replay: with a fresh cycle that is a retry, not a new
+    # dead letter (a budget counted over the event's whole life would fail it at once).
+    fakes.set_mode("fiscal", "error_5xx", times=1)
+    assert dead_letters.replay(db, dead_letter_id, "marta").outcome == "done"
+    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
+    row = event(db, order.fiscal_event_id)
+    assert row["attempts"] == 4
+    assert [a["outcome"] for a in attempts_of(db, order.fiscal_event_id)] == [
+        "REINTENTO", "FALLIDO", "REINTENTO", "ENTREGADO"]
+    assert len(dead_letters_of(db, order.fiscal_event_id)) == 1
+    assert [e["key"] for e in fakes.effects("fiscal")] == [str(order.fiscal_event_id)]
