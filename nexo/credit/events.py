@@ -1,11 +1,13 @@
 """The outbox payload of an order approved by credit, rebuilt from the stored order.
 
-Order entry writes the same payload when an order is confirmed at once (nexo/orders/service.py,
-_event_payload); the warehouse and the fiscal provider must not be able to tell an order that waited
-for credit from one that did not. tests/integration/test_credit_decisions.py compares the two shapes.
+Order entry builds the same payload in memory when an order is confirmed at once; both go through
+nexo.outbox.order_events.order_payload, so the warehouse and the fiscal provider cannot tell an order
+that waited for credit from one that did not (tests/integration/test_credit_decisions.py checks it).
 """
 
 from __future__ import annotations
+
+from nexo.outbox.order_events import order_payload
 
 
 def order_event_payload(conn, order_id) -> dict:
@@ -19,12 +21,6 @@ def order_event_payload(conn, order_id) -> dict:
     lines = conn.execute(
         "SELECT sku, quantity, unit_price_cents FROM order_line WHERE order_id = %s ORDER BY sku",
         [order_id]).fetchall()
-    return {
-        "order_id": str(order["id"]),
-        "client": {"id": str(order["client_id"]), "name": order["client_name"], "tier": order["tier"]},
-        "warehouse_id": order["warehouse_id"],
-        "currency": "ARS",
-        "lines": [{"sku": line["sku"], "quantity": line["quantity"], "unit_price_cents": line["unit_price_cents"],
-                   "amount_cents": line["quantity"] * line["unit_price_cents"]} for line in lines],
-        "total_cents": order["total_cents"],
-    }
+    return order_payload(order_id=order["id"], client_id=order["client_id"], client_name=order["client_name"],
+                         tier=order["tier"], warehouse_id=order["warehouse_id"], total_cents=order["total_cents"],
+                         lines=[(line["sku"], line["quantity"], line["unit_price_cents"]) for line in lines])

@@ -17,13 +17,10 @@ from datetime import datetime
 from nexo import audit, metrics
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
-from nexo.outbox import repository as outbox
 from nexo.outbox import wakeup
+from nexo.outbox.order_events import add_order_confirmed_events
 
 log = logging.getLogger(__name__)
-
-EVENT_TYPES = ("order.handoff_requested", "billing.intent_recorded")
-
 
 @dataclass(frozen=True)
 class ApproveOrder:
@@ -165,8 +162,8 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     repo.make_reservations_firm(conn, cmd.order_id)
     exposure_after = repo.add_exposure(conn, order["client_id"], order["total_cents"])
     payload = order_event_payload(conn, cmd.order_id)
-    event_ids = tuple(outbox.add_event(conn, order_id=cmd.order_id, event_type=event_type, payload=payload,
-                                       request_id=cmd.correlation_id) for event_type in EVENT_TYPES)
+    event_ids = tuple(add_order_confirmed_events(conn, order_id=cmd.order_id, payload=payload,
+                                                 request_id=cmd.correlation_id))
     audit.append(conn, actor=cmd.officer_username, action="credit.approved", object_type="order",
                  object_id=cmd.order_id, details={
                      **_figures_details(client, now),

@@ -30,8 +30,8 @@ from nexo.orders.commands import (
     validate,
 )
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
-from nexo.outbox import repository as outbox
 from nexo.outbox import wakeup
+from nexo.outbox.order_events import add_order_confirmed_events, order_payload
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,11 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
 
     # 6. Only a confirmed order tells the warehouse and the fiscal provider, through the outbox (ADR-004).
     if approved:
-        payload = _event_payload(order_id, client, cmd.warehouse_id, priced, total_cents)
-        for event_type in ("order.handoff_requested", "billing.intent_recorded"):
-            event_ids.append(outbox.add_event(conn, order_id=order_id, event_type=event_type, payload=payload,
-                                              request_id=cmd.correlation_id))
+        payload = order_payload(order_id=order_id, client_id=client["id"], client_name=client["name"],
+                                tier=client["tier"], warehouse_id=cmd.warehouse_id, total_cents=total_cents,
+                                lines=[(line.sku, line.quantity, line.unit_price_cents) for line in priced])
+        event_ids.extend(add_order_confirmed_events(conn, order_id=order_id, payload=payload,
+                                                    request_id=cmd.correlation_id))
     return OrderResult(CONFIRMED if approved else PENDING_AUTHORIZATION, order_id=order_id, order_status=status)
 
 
@@ -154,15 +155,3 @@ def _price_lines(conn, cmd: CreateOrder) -> tuple[list[_PricedLine], list[LinePr
             priced.append(_PricedLine(product["product_id"], sku, quantity, product["price_cents"]))
     return priced, problems
 
-
-def _event_payload(order_id, client: dict, warehouse_id: str, lines: list[_PricedLine], total_cents: int) -> dict:
-    # What the warehouse needs to prepare and the fiscal provider needs to invoice; ids as strings.
-    return {
-        "order_id": str(order_id),
-        "client": {"id": str(client["id"]), "name": client["name"], "tier": client["tier"]},
-        "warehouse_id": warehouse_id,
-        "currency": "ARS",
-        "lines": [{"sku": line.sku, "quantity": line.quantity, "unit_price_cents": line.unit_price_cents,
-                   "amount_cents": line.quantity * line.unit_price_cents} for line in lines],
-        "total_cents": total_cents,
-    }
