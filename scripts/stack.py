@@ -172,14 +172,21 @@ def secret_key_for_demo() -> str:
     return path.read_text().strip()
 
 
+def base_env() -> dict:
+    """This process's environment, with the virtualenv's bin first so `python` in the Procfile is ours."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(PY).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 def run(_args) -> int:
     """Start the whole system and wait for Ctrl-C or SIGTERM."""
-    env = dict(os.environ)
+    env = base_env()
     env.setdefault("NEXO_ENV", "demo")
     if env["NEXO_ENV"] == "demo":
         env.setdefault("SECRET_KEY", secret_key_for_demo())
     env.setdefault("PORT", "5000")
-    env["PYTHONUNBUFFERED"] = "1"
     processes = ["web", "worker", "sweeper", "retention"]
     for name, var in (("fiscal", "FISCAL_URL"), ("warehouse", "WAREHOUSE_URL")):
         if not env.get(var):
@@ -205,22 +212,25 @@ def run(_args) -> int:
 def supervise(command: list[str], env: dict) -> int:
     """Run a command, forwarding SIGINT/SIGTERM to it, and return its exit code."""
     child = subprocess.Popen(command, env=env, cwd=ROOT)
+    asked_to_stop = []
 
     def forward(signum, _frame):
+        asked_to_stop.append(signum)
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(signum)
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    return child.wait()
+    code = child.wait()
+    # Stopped by Ctrl-C or SIGTERM, as asked: that is a clean exit, not a failure.
+    return 0 if asked_to_stop and code in (130, 143, -2, -15) else code
 
 
 def test(args) -> int:
     """Run pytest on throw-away servers (or a throw-away database on the given ones)."""
-    env = dict(os.environ)
+    env = base_env()
     env["NEXO_ENV"] = "test"
     env.pop("SECRET_KEY", None)
-    env["PYTHONUNBUFFERED"] = "1"
     with services(env, throwaway=True), prometheus_dir(env):
         flask(env, "db", "upgrade")
         return supervise([PY, "-m", "pytest", *args.rest], env)
@@ -228,9 +238,8 @@ def test(args) -> int:
 
 def exec_(args) -> int:
     """Run any command with DATABASE_URL and REDIS_URL pointing at (embedded) servers."""
-    env = dict(os.environ)
+    env = base_env()
     env.setdefault("NEXO_ENV", "test")
-    env["PYTHONUNBUFFERED"] = "1"
     rest = [a for a in args.rest if a != "--"]
     with services(env, throwaway=args.throwaway):
         flask(env, "db", "upgrade")
