@@ -6,13 +6,20 @@ document.addEventListener("submit", function (event) {
   form.dataset.submitted = "true";
   form.querySelectorAll("[data-disable-on-submit]").forEach(function (button) {
     button.disabled = true;
-    if (button.dataset.busyLabel) { button.textContent = button.dataset.busyLabel; }
+    if (button.dataset.busyLabel) {
+      button.dataset.idleLabel = button.textContent;
+      button.textContent = button.dataset.busyLabel;
+    }
   });
 });
-// The browser's back button restores the page from its cache with the button still disabled.
+// The browser's back button restores the page from its cache with the button still disabled and
+// still saying "Enviando…": give the salesperson the button back as it was.
 window.addEventListener("pageshow", function () {
   document.querySelectorAll("form[data-submitted]").forEach(function (form) {
     delete form.dataset.submitted;
-    form.querySelectorAll("[data-disable-on-submit]").forEach(function (b) { b.disabled = false; });
+    form.querySelectorAll("[data-disable-on-submit]").forEach(function (button) {
+      button.disabled = false;
+      if (button.dataset.idleLabel) { button.textContent = button.dataset.idleLabel; }
+    });
   });
 });

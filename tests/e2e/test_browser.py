@@ -125,6 +125,7 @@ def test_back_button_and_confirm_again_shows_the_same_order(db, browser_web, peo
     expect(page.locator("input[name='lines-0-sku']")).to_have_value("COR-200")
     submit = page.locator("[data-order-form] button[type=submit]")
     expect(submit).to_be_enabled()
+    expect(submit).to_have_text(CONFIRM)       # not still "Enviando…"
     shots.take(page, "back-to-form")
 
     submit.click()
