@@ -5,6 +5,7 @@ Only the relay calls this, and never while a database transaction is open (ADR-0
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ def deliver(session: requests.Session, settings: Settings, destination: str, eve
     kind = classify(response.status_code)
     if kind != DELIVERED:
         return DeliveryResult(kind, http_status=response.status_code, duration_ms=duration_ms,
-                              error=f"HTTP {response.status_code}: {response.text[:300]}")
+                              error=f"HTTP {response.status_code}: {_body_excerpt(response)}")
     try:
         effect = response.json()[effect_field]
     except (ValueError, KeyError, TypeError):
@@ -77,6 +78,15 @@ def deliver(session: requests.Session, settings: Settings, destination: str, eve
         return DeliveryResult(PERMANENT, http_status=response.status_code, duration_ms=duration_ms,
                               error=f"respuesta {response.status_code} sin '{effect_field}'", error_class="BadAnswer")
     return DeliveryResult(DELIVERED, http_status=response.status_code, effect=str(effect), duration_ms=duration_ms)
+
+
+def _body_excerpt(response: requests.Response, limit: int = 300) -> str:
+    # A JSON error body is re-written without \uXXXX escapes, so the admin reads "rechazó", not "rechaz\u00f3".
+    try:
+        text = json.dumps(response.json(), ensure_ascii=False)
+    except ValueError:
+        text = response.text
+    return text[:limit]
 
 
 def _ms_since(started: float) -> int:

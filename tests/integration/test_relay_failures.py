@@ -91,6 +91,7 @@ def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, 
     wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30)
     row = event(db, order.fiscal_event_id)
     assert row["attempts"] == 1 and "HTTP 400" in row["last_error"]
+    assert "rechazó" in row["last_error"]     # the destination's words, readable on the admin pages
     assert [(a["outcome"], a["http_status"]) for a in attempts_of(db, order.fiscal_event_id)] == [("FALLIDO", 400)]
     letters = dead_letters_of(db, order.fiscal_event_id)
     assert [(d["status"], d["destination"], d["http_status"]) for d in letters] == [("pending", "fiscal", 400)]
