@@ -1,4 +1,4 @@
-"""How the order pages show money and time to an Argentine salesperson."""
+"""How every page shows money and time to people in Argentina (one place, so all pages agree)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ def format_ars(cents: int | None) -> str:
     return f"{sign}$ {pesos:,}".replace(",", ".") + f",{centavos:02d}"
 
 
-def format_local(moment: datetime | None) -> str:
-    """A timestamp in Argentine time, day first: '14/03/2025 09:14'."""
+def format_local(moment: datetime | None, *, seconds: bool = False) -> str:
+    """A timestamp in Argentine time, day first: '14/03/2025 09:14' (or '09:14:05' with seconds)."""
     if moment is None:
         return "—"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(ARGENTINA).strftime("%d/%m/%Y %H:%M")
+    return moment.astimezone(ARGENTINA).strftime("%d/%m/%Y %H:%M:%S" if seconds else "%d/%m/%Y %H:%M")

@@ -1,4 +1,4 @@
-"""How the credit pages write a waiting time (money and moments come from nexo.orders.formatting)."""
+"""How the credit pages write a waiting time (money and moments come from nexo.formatting)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from nexo.credit.formatting import duration
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
 from nexo.extensions import get_db
+from nexo.formatting import format_ars, format_local
 from nexo.navigation import NAV_BADGES
-from nexo.orders.formatting import format_ars, format_local
 from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("credit", __name__, url_prefix="/credit")

@@ -14,6 +14,7 @@ from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db
+from nexo.formatting import format_ars, format_local
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
@@ -25,21 +26,12 @@ ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_lette
 @bp.context_processor
 def helpers():
     """Formatting helpers and labels for the dead-letter templates only (a blueprint context processor)."""
-    return {"money": money, "when": when, "pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
+    return {"money": format_ars, "when": _when, "pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
             "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
 
 
-def money(cents) -> str:
-    """Integer cents as Argentine pesos: $ 12.500,00."""
-    if cents is None:
-        return "—"
-    pesos, rest = divmod(abs(int(cents)), 100)
-    return ("-" if cents < 0 else "") + "$ " + f"{pesos:,}".replace(",", ".") + f",{rest:02d}"
-
-
-def when(moment) -> str:
-    """A timestamp in the server's local time, day first, or a dash."""
-    return moment.astimezone().strftime("%d/%m/%Y %H:%M:%S") if moment else "—"
+def _when(moment) -> str:
+    return format_local(moment, seconds=True)
 
 
 def pretty(payload) -> str:
@@ -99,7 +91,7 @@ def _after_action(result: service.ActionResult, done_message: str):
     if result.outcome == "conflict":
         if result.status in ("resolved", "discarded"):
             verb = "reprocesó" if result.status == "resolved" else "descartó"
-            message = f"Esta entrega ya no está pendiente: ya la {verb} {result.resolved_by} el {when(result.resolved_at)}."
+            message = f"Esta entrega ya no está pendiente: ya la {verb} {result.resolved_by} el {_when(result.resolved_at)}."
         else:
             message = "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir."
         return render_error(409, message)

@@ -9,8 +9,8 @@ from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
+from nexo.formatting import format_ars, format_local
 from nexo.orders import commands, queries, service
-from nexo.orders.formatting import format_ars, format_local
 from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
 
 bp = Blueprint("orders", __name__)

@@ -6,7 +6,7 @@ from flask import Blueprint, render_template, request
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
-from nexo.orders.formatting import format_local
+from nexo.formatting import format_local
 from nexo.warehouse import queries
 
 bp = Blueprint("warehouse", __name__)
