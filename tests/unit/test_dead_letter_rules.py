@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nexo.deadletters.fresh_login import _window_from_env, is_fresh
-from nexo.deadletters.views import money
+from nexo.formatting import format_ars as money
 from nexo.settings import SettingsError
 
 
