@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -52,10 +53,14 @@ def main() -> int:
     say(f"data: the Nexo morning + {scale.clients} clients with huge credit, {scale.skus} SKUs with huge stock,"
         f" {scale.buyers} salespeople")
     stack = Stack(dict(os.environ))
+    closing = contextlib.ExitStack()
+    anchor = None
     try:
         if "pgbench" in phases:
             say(f"(1) pgbench tpcb-like and simple-update, {scale.pgbench_s} s each")
-            results["pgbench"] = pgbench.run(database_url, scale=scale.pgbench_scale, seconds=scale.pgbench_s)
+            anchor = closing.enter_context(pgbench.anchor(database_url, scale.pgbench_scale))
+            results["pgbench"] = {"clients": 8, "threads": 2, "scale": scale.pgbench_scale, "seconds": scale.pgbench_s,
+                                  **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")}}
         if "direct" in phases:
             results["direct"] = []
             for n in CONCURRENCY:
@@ -84,8 +89,14 @@ def main() -> int:
             stack.stop(stack.web)              # the web tier takes no part in the relay figures
         if "relay" in phases:
             _relay(stack, db, data, scale, results)
+        stack.close()
+        if anchor is not None:
+            # The same anchor again at the end: a large difference means the machine's load changed mid-run.
+            say(f"(1) pgbench tpcb-like again, {scale.pgbench_s} s, to see whether the machine stayed as quiet")
+            results["pgbench"]["tpcb-like-at-end"] = anchor.run("tpcb-like", scale.pgbench_s)
     finally:
         stack.close()
+        closing.close()
         db.close()
     results["machine"]["load_after"] = machine.load_average()
     results["wall_s"] = round(time.monotonic() - began, 1)

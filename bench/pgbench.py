@@ -48,18 +48,25 @@ def scratch_database(server_url: str):
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def run(server_url: str, *, scale: int, seconds: int, clients: int = 8, threads: int = 2) -> dict:
-    """Initialise pgbench at `scale`, then run tpcb-like and simple-update; TPS and average latency of each."""
-    exe = binary()
-    results = {"clients": clients, "threads": threads, "scale": scale, "seconds": seconds}
+class Anchor:
+    """An initialised pgbench database; run() measures one built-in script in it."""
+
+    def __init__(self, url: str, scale: int):
+        self.url, self.scale, self.exe = url, scale, binary()
+        subprocess.run([self.exe, "-i", "-q", "-s", str(scale), url], check=True, capture_output=True, timeout=300)
+
+    def run(self, script: str, seconds: int, clients: int = 8, threads: int = 2) -> dict:
+        """TPS and average latency of one built-in script (tpcb-like, simple-update)."""
+        done = subprocess.run([self.exe, "-b", script, "-c", str(clients), "-j", str(threads), "-T", str(seconds),
+                               self.url], capture_output=True, text=True, timeout=seconds + 120)
+        if done.returncode != 0:
+            raise RuntimeError(f"pgbench {script} failed: {done.stderr.strip()[-500:]}")
+        tps, latency = _TPS.search(done.stdout), _LATENCY.search(done.stdout)
+        return {"tps": round(float(tps.group(1)), 1), "latency_ms": round(float(latency.group(1)), 2) if latency else None}
+
+
+@contextlib.contextmanager
+def anchor(server_url: str, scale: int):
+    """Yield an Anchor in a scratch database of the server; the database is dropped afterwards."""
     with scratch_database(server_url) as url:
-        subprocess.run([exe, "-i", "-q", "-s", str(scale), url], check=True, capture_output=True, timeout=300)
-        for script in ("tpcb-like", "simple-update"):
-            done = subprocess.run([exe, "-b", script, "-c", str(clients), "-j", str(threads), "-T", str(seconds),
-                                   url], capture_output=True, text=True, timeout=seconds + 120)
-            if done.returncode != 0:
-                raise RuntimeError(f"pgbench {script} failed: {done.stderr.strip()[-500:]}")
-            tps, latency = _TPS.search(done.stdout), _LATENCY.search(done.stdout)
-            results[script] = {"tps": round(float(tps.group(1)), 1),
-                               "latency_ms": round(float(latency.group(1)), 2) if latency else None}
-    return results
+        yield Anchor(url, scale)

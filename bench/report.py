@@ -76,6 +76,11 @@ def table(results: dict) -> str:
         lines.append(f"(1) pgbench, {pg['clients']} clients, -j {pg['threads']}, scale {pg['scale']}, {pg['seconds']} s each")
         for script in ("tpcb-like", "simple-update"):
             lines.append(f"    {script:<16} {_num(pg[script]['tps']):>10} tps   avg latency {pg[script]['latency_ms']} ms")
+        end = pg.get("tpcb-like-at-end")
+        if end:
+            drift = (end["tps"] / pg["tpcb-like"]["tps"] - 1) * 100
+            lines.append(f"    tpcb-like again at the end: {_num(end['tps'])} tps ({drift:+.0f} %)"
+                         + ("  ← the machine's load changed during the run: compare with care" if abs(drift) > 15 else ""))
         lines.append("")
     tpcb = pg["tpcb-like"]["tps"] if pg else None
     for key, title in (("direct", "(2) create_order direct (no HTTP), 2-line orders"),
