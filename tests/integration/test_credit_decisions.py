@@ -130,7 +130,7 @@ def test_a_rejection_needs_a_reason_in_the_command_and_in_the_database(db):
 def test_approving_after_the_exposure_changed_approves_nothing_and_reports_both_figures(db):
     order_id = pending_order(db)
     with db.transaction() as tx:    # e.g. an invoice was registered meanwhile
-        tx.execute("UPDATE client SET exposure_cents = 99_500_000 WHERE name = %s", [PLATINO])
+        tx.execute("UPDATE client SET exposure_cents = %s WHERE name = %s", [99_500_000, PLATINO])
         tx.commit()
     before = snapshot(db, order_id)
     result = approve(db, order_id, seen_exposure_cents=99_000_000, seen_limit_cents=100_000_000)
