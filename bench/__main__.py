@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 import redis
@@ -37,7 +37,21 @@ def web_shape(env: dict) -> dict:
     return {"workers": int(workers), "threads": int(threads), "worker_class": kind}
 
 
+@dataclass
+class Run:
+    """What every phase needs: the scale, the servers, the bench data and the processes."""
+
+    scale: scales.Scale
+    database_url: str
+    redis_url: str
+    db: Database
+    data: bench_data.BenchData
+    stack: Stack
+    results: dict
+
+
 def main() -> int:
+    """Measure every phase asked for, print the table, write the JSON."""
     scale, phases = scales.from_env(), scales.phases()
     database_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
     if not database_url or not redis_url:
@@ -52,52 +66,26 @@ def main() -> int:
                            password=os.environ.get("NEXO_DEMO_PASSWORD", "nexo-demo"))
     say(f"data: the Nexo morning + {scale.clients} clients with huge credit, {scale.skus} SKUs with huge stock,"
         f" {scale.buyers} salespeople")
-    stack = Stack(dict(os.environ))
-    closing = contextlib.ExitStack()
-    anchor = None
-    try:
-        if "pgbench" in phases:
+    run = Run(scale, database_url, redis_url, db, data, Stack(dict(os.environ)), results)
+    with contextlib.ExitStack() as closing:
+        closing.callback(db.close)
+        closing.callback(run.stack.close)
+        anchor = closing.enter_context(pgbench.anchor(database_url, scale.pgbench_scale)) if "pgbench" in phases else None
+        if anchor is not None:
             say(f"(1) pgbench tpcb-like and simple-update, {scale.pgbench_s} s each")
-            anchor = closing.enter_context(pgbench.anchor(database_url, scale.pgbench_scale))
             results["pgbench"] = {"clients": 8, "threads": 2, "scale": scale.pgbench_scale, "seconds": scale.pgbench_s,
                                   **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")}}
         if "direct" in phases:
-            results["direct"] = []
-            for n in CONCURRENCY:
-                say(f"(2) create_order direct, {n} thread(s), {scale.entry_s:g} s")
-                with profile.maybe(f"direct-x{n}", [os.getpid()], n == 8):
-                    meter = CpuMeter(database_url, redis_url, include_self="create_order (bench process)")
-                    results["direct"].append(order_entry.direct(database_url, data, n, scale.entry_s,
-                                                                scale.warmup_s, meter).as_dict())
+            _direct(run)
         if phases & {"http", "hot"}:
-            results["web"] = web_shape(stack.env)
-            url = stack.start_web()
-            people = log_in_all(url, data.usernames[:scale.buyers], data.password)
-            if "http" in phases:
-                results["http"] = []
-                for n in CONCURRENCY:
-                    say(f"(3) HTTP order form, {n} client(s), {scale.entry_s:g} s")
-                    with profile.maybe(f"http-x{n}", [stack.web.pid], n == 8):
-                        meter = CpuMeter(database_url, redis_url, {"gunicorn": [stack.web.pid]},
-                                         include_self="load generator")
-                        results["http"].append(order_entry.http(people, data, n, scale.entry_s, scale.warmup_s,
-                                                                meter).as_dict())
-            if "hot" in phases:
-                say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
-                meter = CpuMeter(database_url, redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
-                results["hot_sku"] = hot_sku.run(db, people, data, meter)
-            stack.stop(stack.web)              # the web tier takes no part in the relay figures
+            _web(run, phases)
         if "relay" in phases:
-            _relay(stack, db, data, scale, results)
-        stack.close()
+            _relay(run)
+        run.stack.close()
         if anchor is not None:
             # The same anchor again at the end: a large difference means the machine's load changed mid-run.
             say(f"(1) pgbench tpcb-like again, {scale.pgbench_s} s, to see whether the machine stayed as quiet")
             results["pgbench"]["tpcb-like-at-end"] = anchor.run("tpcb-like", scale.pgbench_s)
-    finally:
-        stack.close()
-        closing.close()
-        db.close()
     results["machine"]["load_after"] = machine.load_average()
     results["wall_s"] = round(time.monotonic() - began, 1)
     results["targets"] = report.targets(results)
@@ -109,7 +97,49 @@ def main() -> int:
     return 0
 
 
-def _relay(stack: Stack, db, data, scale, results: dict) -> None:
+def _direct(run: Run) -> None:
+    scale, results = run.scale, run.results
+    results["direct"] = []
+    for n in CONCURRENCY:
+        say(f"(2) create_order direct, {n} thread(s), {scale.entry_s:g} s")
+        with profile.maybe(f"direct-x{n}", [os.getpid()], n == 8):
+            meter = CpuMeter(run.database_url, run.redis_url, include_self="create_order (bench process)")
+            results["direct"].append(order_entry.direct(run.database_url, run.data, n, scale.entry_s,
+                                                        scale.warmup_s, meter).as_dict())
+    # Diagnostic: the same 8 threads with the commit-time wake-up switched off, to price the wake-up.
+    say(f"(2) diagnostic: create_order direct, 8 threads, RELAY_WAKEUP=off, {scale.entry_s:g} s")
+    os.environ["RELAY_WAKEUP"] = "off"
+    try:
+        meter = CpuMeter(run.database_url, run.redis_url, include_self="create_order (bench process)")
+        results["direct_without_wakeup"] = order_entry.direct(run.database_url, run.data, 8, scale.entry_s,
+                                                              scale.warmup_s, meter).as_dict()
+    finally:
+        os.environ.pop("RELAY_WAKEUP", None)
+
+
+def _web(run: Run, phases: set[str]) -> None:
+    scale, results, stack = run.scale, run.results, run.stack
+    results["web"] = web_shape(stack.env)
+    url = stack.start_web()
+    people = log_in_all(url, run.data.usernames[:scale.buyers], run.data.password)
+    if "http" in phases:
+        results["http"] = []
+        for n in CONCURRENCY:
+            say(f"(3) HTTP order form, {n} client(s), {scale.entry_s:g} s")
+            with profile.maybe(f"http-x{n}", [stack.web.pid], n == 8):
+                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]},
+                                 include_self="load generator")
+                results["http"].append(order_entry.http(people, run.data, n, scale.entry_s, scale.warmup_s,
+                                                        meter).as_dict())
+    if "hot" in phases:
+        say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
+        meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
+        results["hot_sku"] = hot_sku.run(run.db, people, run.data, meter)
+    stack.stop(stack.web)              # the web tier takes no part in the relay figures
+
+
+def _relay(run: Run) -> None:
+    scale, results, stack, db, data = run.scale, run.results, run.stack, run.db, run.data
     connection = redis.Redis.from_url(stack.env["REDIS_URL"])
     stack.start_fakes()
     results["relay_throughput"] = []

@@ -96,6 +96,10 @@ def table(results: dict) -> str:
             share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
             lines.append(f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
                          f" {r['errors']:>8} {share:>12}   {_cpu(r.get('cpu_ms_per_op'))}")
+        bare = results.get("direct_without_wakeup") if key == "direct" else None
+        if bare:
+            lines.append(f"    diagnostic, 8 threads without the commit-time wake-up (RELAY_WAKEUP=off): {_num(bare['per_s'])}"
+                         f" orders/s, p99 {_num(bare['p99_ms'])} ms, CPU ms/order {_cpu(bare.get('cpu_ms_per_op'))}")
         lines.append("")
     hot = results.get("hot_sku")
     if hot:
