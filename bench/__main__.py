@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -57,6 +58,8 @@ def main() -> int:
     if not database_url or not redis_url:
         sys.exit("bench: DATABASE_URL and REDIS_URL are required; run it with `make bench`")
     began = time.monotonic()
+    # A queue of the bench's own: on a shared REDIS_URL, another Nexo's workers never see its wake-ups.
+    os.environ.setdefault("RELAY_QUEUE", f"nexo-bench-{secrets.token_hex(3)}")
     durable = machine.make_durable(database_url)
     results: dict = {"started_at": datetime.now().isoformat(timespec="seconds"), "scale": asdict(scale),
                      "machine": machine.describe(database_url, redis_url), "durability_restored": durable}
