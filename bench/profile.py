@@ -22,13 +22,9 @@ from bench.report import RESULTS
 PROFILES = RESULTS / "profiles"
 
 
-def enabled() -> bool:
-    """True when BENCH_PROFILE asks for profiles (1, or a comma list of phase names like http-x8)."""
-    return os.environ.get("BENCH_PROFILE", "").strip() not in ("", "0")
-
-
 def wanted(name: str, default: bool) -> bool:
-    """Whether to profile the phase `name`: BENCH_PROFILE=1 profiles the default ones, a list names them."""
+    """Whether to profile the phase `name`: BENCH_PROFILE=1 profiles the default ones (http-x8, direct-x8,
+    relay-x2); a comma list names phases (e.g. BENCH_PROFILE=http-x32,relay-x4)."""
     value = os.environ.get("BENCH_PROFILE", "").strip()
     if value in ("", "0"):
         return False
