@@ -1,4 +1,4 @@
-"""RQ job: the wake-up that delivers one outbox event (enqueued by nexo.outbox.wakeup)."""
+"""RQ job: the wake-up that delivers a few outbox events (enqueued by nexo.outbox.wakeup)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from nexo.observability import bind_request_id
 from nexo.outbox import relay
 
 
-def deliver_event(event_id: str, request_id: str | None = None) -> str:
-    """Deliver the event if it is still due and unclaimed; return the outcome."""
-    bind_request_id(request_id)       # the HTTP request that wrote the event, on this job's log lines
-    return relay.deliver_event(relay.context("worker"), uuid.UUID(event_id))
+def deliver_events(event_ids: list[str], request_id: str | None = None) -> list[str]:
+    """Deliver each event that is still due and unclaimed, one claim at a time; return the outcomes."""
+    bind_request_id(request_id)       # the HTTP request that wrote the events, on this job's log lines
+    return relay.deliver_events(relay.context("worker"), [uuid.UUID(e) for e in event_ids])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass
 
 import requests
@@ -68,6 +69,25 @@ def deliver_event(ctx: RelayContext, event_id) -> str:
     """Deliver one event if it is due and nobody holds it; return the outcome (or NADA)."""
     outcomes = deliver_due(ctx, ids=[event_id], limit=1)
     return outcomes[0] if outcomes else NOTHING
+
+
+def deliver_events(ctx: RelayContext, event_ids: list) -> list[str]:
+    """Deliver the given events one claim at a time, stopping before the RQ job timeout could cut one short.
+
+    One claim per event, not one for the batch: a lease taken for the last event while the first ones
+    are still being delivered could expire and let a sweeper send it twice. Events left over when the
+    time budget runs out are simply not claimed; the sweeper wakes them up again.
+    """
+    cadence = ctx.settings.relay
+    # The last delivery started must end (HTTP timeout plus half a second of bookkeeping) inside the job.
+    deadline = time.monotonic() + cadence.job_timeout_s - cadence.delivery_timeout_s - 0.5
+    outcomes = []
+    for event_id in event_ids:
+        if outcomes and time.monotonic() > deadline:
+            log.info("job time budget spent; %d event(s) left for the sweeper", len(event_ids) - len(outcomes))
+            break
+        outcomes.append(deliver_event(ctx, event_id))
+    return outcomes
 
 
 def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1) -> list[str]:

@@ -21,7 +21,11 @@ from nexo.settings import Settings
 log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = "nexo-relay"
-JOB_FUNCTION = "jobs.deliver.deliver_event"
+JOB_FUNCTION = "jobs.deliver.deliver_events"
+# One job wakes up to this many events (an order's two, a sweep's backlog in chunks): rq's own cost per
+# job (about 20 Redis commands and 4-6 ms of worker CPU, measured by make bench) is paid once per
+# batch, while each event still gets its own claim, lease and fenced outcome.
+EVENTS_PER_JOB = 25
 FAILED_JOB_TTL_S = 3600       # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
 
 
@@ -41,25 +45,42 @@ def job_id(event_id) -> str:
 
 
 def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str, str | None]]) -> int:
-    """Enqueue one wake-up per (event_id, request_id) in one round trip; raises redis errors."""
+    """Enqueue wake-ups for (event_id, request_id) pairs, EVENTS_PER_JOB to a job, in one round trip.
+
+    Returns the number of events woken up; raises redis errors.
+    """
     if not events:
         return 0
     # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
     timeout = max(1, math.floor(settings.relay.job_timeout_s))
     queue = Queue(queue_name(), connection=connection)
-    jobs = [Queue.prepare_data(JOB_FUNCTION, args=(str(event_id), request_id), job_id=job_id(event_id),
-                               timeout=timeout, result_ttl=0, failure_ttl=FAILED_JOB_TTL_S,
-                               description=f"deliver outbox event {event_id}")
-            for event_id, request_id in events]
+    jobs = []
+    for request_id, ids in _batches(events):
+        jobs.append(Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), job_id=job_id(ids[0]),
+                                       timeout=timeout, result_ttl=0, failure_ttl=FAILED_JOB_TTL_S,
+                                       description=f"deliver {len(ids)} outbox event(s) from {ids[0]}"))
     queue.enqueue_many(jobs)
-    return len(jobs)
+    return len(events)
+
+
+def _batches(events: list[tuple[str, str | None]]):
+    """Group events by the request that wrote them (for the job's log lines), EVENTS_PER_JOB at most."""
+    by_request: dict[str | None, list[str]] = {}
+    for event_id, request_id in events:
+        by_request.setdefault(request_id, []).append(str(event_id))
+    for request_id, ids in by_request.items():
+        for start in range(0, len(ids), EVENTS_PER_JOB):
+            yield request_id, ids[start:start + EVENTS_PER_JOB]
 
 
 def without_queued_wakeup(connection: redis.Redis, event_ids: list) -> list:
-    """The event ids that have no wake-up waiting in the queue (lost, finished, failed or never sent)."""
-    jobs = Job.fetch_many([job_id(e) for e in event_ids], connection=connection)
-    return [e for e, job in zip(event_ids, jobs, strict=True)
-            if job is None or job.get_status(refresh=False) != JobStatus.QUEUED]
+    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
+    queue = Queue(queue_name(), connection=connection)
+    covered: set[str] = set()
+    for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
+        if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
+            covered.update(str(e) for e in job.args[0])
+    return [e for e in event_ids if str(e) not in covered]
 
 
 _fallback: tuple[int, redis.Redis, Settings] | None = None
