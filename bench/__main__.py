@@ -153,8 +153,8 @@ def _relay(run: Run) -> None:
     say(f"(5) diagnostic: 2 delivery loops without RQ (sweeper.deliver_here), {scale.relay_events} events")
     results["relay_without_rq"] = relay.drain_throughput(stack, db, connection, data, 2, scale.relay_events)
     results["relay_latency"] = []
-    # make run's shape (Procfile: one worker, one sweeper) with and without the wake-up; then two workers.
-    for on, workers in ((True, 1), (False, 1), (True, 2)):
+    # make run's shape (two workers, one sweeper: scripts/stack.py) with and without the wake-up; then one worker.
+    for on, workers in ((True, 2), (False, 2), (True, 1)):
         say(f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"
             f" wake-up {'on' if on else 'off (sweeper only)'}, {workers} worker(s)")
         results["relay_latency"].append(relay.latency(stack, db, connection, data, wakeup_on=on, workers=workers,

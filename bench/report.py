@@ -19,7 +19,7 @@ def targets(results: dict) -> list[dict]:
     http8, direct8 = _find(results.get("http", []), 8), _find(results.get("direct", []), 8)
     hot = results.get("hot_sku")
     relay2 = next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None)
-    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 1), None)
+    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None)
 
     def ratio(row):
         return row["per_s"] / tpcb if row and tpcb else None

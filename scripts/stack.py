@@ -206,7 +206,10 @@ def run(_args) -> int:
                                        sergio (depósito), marta (dueña: operaciones y entregas fallidas)
   Ctrl-C stops everything.
 """, flush=True)
-        return supervise([PY, "-m", "honcho", "start", "-f", str(ROOT / "Procfile"), *processes], env)
+        # Two relay workers: one alone falls behind at 50 orders/s (100 events/s), measured by make bench.
+        workers = env.get("RELAY_WORKERS", "2")
+        return supervise([PY, "-m", "honcho", "start", "-f", str(ROOT / "Procfile"), "-c", f"worker={workers}",
+                          *processes], env)
 
 
 def supervise(command: list[str], env: dict) -> int:
