@@ -7,19 +7,15 @@ DATABASE_URL and REDIS_URL; nothing here is mocked.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import redis as redis_lib
-import requests
 
 from nexo import create_app, demo
 from nexo.db import Database
 from nexo.settings import Settings
-from tests.helpers import DEMO_PASSWORD, csrf_token, free_port
+from tests.helpers import DEMO_PASSWORD, csrf_token, running_gunicorn
 
 pytest_plugins = ["tests.relay_fixtures"]
 
@@ -110,23 +106,6 @@ def auth(client) -> AuthActions:
 @pytest.fixture(scope="session")
 def live_server(settings):
     """The app under gunicorn, as `make run` starts it, on a free port; yields its base URL."""
-    port = free_port()
-    env = dict(os.environ, PORT=str(port), WEB_WORKERS="2", WEB_THREADS="8")
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(base + "/health", timeout=1).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("gunicorn did not answer /health within 30 s")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=15)
+    with running_gunicorn({"WEB_WORKERS": "2", "WEB_THREADS": "8"}) as base:
+        yield base
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import requests
 
@@ -33,3 +40,41 @@ def http_login(base_url: str, username: str, password: str = DEMO_PASSWORD) -> r
                                                        "csrf_token": token}, allow_redirects=False, timeout=10)
     assert response.status_code == 302, response.status_code
     return session
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def running_gunicorn(env: dict | None = None, log_path: Path | None = None) -> Iterator[str]:
+    """Nexo under gunicorn as `make run` starts it (scripts/gunicorn_conf.py), on a free port; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), "PORT": str(port)}
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
+                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        if log_path:
+            log.close()
+    base = f"http://127.0.0.1:{port}"
+    where = f"; see {log_path}" if log_path else ""
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert proc.poll() is None, f"gunicorn exited{where}"
+            assert time.monotonic() < deadline, f"gunicorn did not answer /health within 30 s{where}"
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

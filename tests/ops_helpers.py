@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import requests
 
-from tests.helpers import DEMO_PASSWORD, csrf_token, free_port
+from tests.helpers import DEMO_PASSWORD, csrf_token, running_gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent
 _OPS_VALUE = re.compile(r'data-metric="([^"]+)"(?: data-(?:destination|window)="([^"]+)")? data-value="([^"]*)"')
@@ -87,31 +84,8 @@ def gunicorn_env(**overrides) -> dict:
 @contextmanager
 def gunicorn(log_path: Path, **env_overrides):
     """Nexo under gunicorn (scripts/gunicorn_conf.py) on a free port, its output in log_path; yields the base URL."""
-    port = free_port()
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
-                                cwd=ROOT, env=gunicorn_env(PORT=port, **env_overrides), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert proc.poll() is None, f"gunicorn exited; see {log_path}"
-            assert time.monotonic() < deadline, f"gunicorn did not answer /health within 30 s; see {log_path}"
-            time.sleep(0.1)
+    with running_gunicorn(gunicorn_env(**env_overrides), log_path) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def post_login(base: str, username: str, password: str, session: requests.Session | None = None) -> requests.Response:

@@ -31,15 +31,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import requests
 
-from tests.helpers import DEMO_PASSWORD, free_port
+from tests.helpers import DEMO_PASSWORD, running_gunicorn
 from tests.relay_fixtures import RELAY_TEST_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,29 +124,11 @@ class WebServer:
 @pytest.fixture(scope="session")
 def browser_web(settings, fake_servers, tmp_path_factory):
     """gunicorn on a free port, FISCAL_URL/WAREHOUSE_URL at the fakes; yields a WebServer."""
-    port = free_port()
-    env = {**os.environ, **RELAY_TEST_ENV, "PORT": str(port), "WEB_WORKERS": "2", "WEB_THREADS": "8",
-           "FISCAL_URL": fake_servers["fiscal"], "WAREHOUSE_URL": fake_servers["warehouse"],
-           "PYTHONUNBUFFERED": "1"}
+    env = {**RELAY_TEST_ENV, "WEB_WORKERS": "2", "WEB_THREADS": "8",
+           "FISCAL_URL": fake_servers["fiscal"], "WAREHOUSE_URL": fake_servers["warehouse"]}
     log_path = tmp_path_factory.mktemp("browser-web") / "gunicorn.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url + "/health", timeout=1).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail(f"gunicorn did not answer /health within 30 s (log: {log_path})")
-    yield WebServer(url, log_path)
-    proc.terminate()
-    proc.wait(timeout=15)
+    with running_gunicorn(env, log_path) as url:
+        yield WebServer(url, log_path)
 
 
 class Screenshots:
