@@ -77,25 +77,15 @@ def _register_blueprints(app: Flask) -> None:
     from nexo import errors, health, home
     from nexo.auth import cli as users_cli
     from nexo.auth import views as auth_views
+    from nexo.credit import views as credit_views
+    from nexo.deadletters import views as deadletter_views
+    from nexo.ops import views as ops_views
+    from nexo.orders import views as order_views
+    from nexo.warehouse import views as warehouse_views
 
-    for bp in (errors.bp, health.bp, home.bp, auth_views.bp, users_cli.bp):
-        app.register_blueprint(bp)
-    for name in ("orders", "credit", "outbox", "warehouse", "deadletters", "ops"):
-        module = _optional_views(name)
-        if module is not None:
-            app.register_blueprint(module.bp)
-
-
-def _optional_views(package: str):
-    """The views module of a capability package, once that package exists."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec(f"nexo.{package}") is None:
-        return None
-    if importlib.util.find_spec(f"nexo.{package}.views") is None:
-        return None
-    return importlib.import_module(f"nexo.{package}.views")
+    for module in (errors, health, home, auth_views, users_cli, order_views, credit_views, warehouse_views,
+                   deadletter_views, ops_views):
+        app.register_blueprint(module.bp)
 
 
 def _register_cli(app: Flask) -> None:

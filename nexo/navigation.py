@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flask import current_app, url_for
+from flask import url_for
 from flask_login import current_user
 
-# label, endpoint, permission — a link appears once its blueprint exists and the user may use it.
+# label, endpoint, permission — a link appears when the user has the permission.
 NAV_ITEMS = [
     ("Nuevo pedido", "orders.new_order", "orders.create"),
     ("Mis pedidos", "orders.list_orders", "orders.create"),
@@ -26,7 +26,7 @@ def nav_links() -> list[dict]:
         return []
     links = []
     for label, endpoint, permission in NAV_ITEMS:
-        if endpoint in current_app.view_functions and current_user.can(permission):
+        if current_user.can(permission):
             badge = NAV_BADGES.get(endpoint)
             links.append({"label": label, "url": url_for(endpoint), "endpoint": endpoint,
                           "badge": badge() if badge else None})

@@ -47,9 +47,8 @@ def _charts(data: service.Dashboard) -> dict:
 
 
 def _links() -> dict:
-    """Where to act on a signal, once the page that does it exists."""
-    targets = {"credit": "credit.queue", "dead_letters": "deadletters.list_dead_letters"}
-    return {key: url_for(endpoint) for key, endpoint in targets.items() if endpoint in current_app.view_functions}
+    """Where to act on a signal: the credit queue and the dead-letter list."""
+    return {"credit": url_for("credit.queue"), "dead_letters": url_for("deadletters.list_dead_letters")}
 
 
 @bp.route("/metrics")
