@@ -20,3 +20,26 @@ def test_an_orders_two_events_share_one_job(redis_client):
     queue = Queue(wakeup.queue_name(), connection=redis_client)
     assert queue.count == 1
     assert queue.jobs[0].args[0] == ["a-1", "a-2"]
+
+
+def test_a_batch_job_stops_claiming_before_its_timeout_could_cut_a_delivery_short(db, fakes):
+    """A slow destination: the job delivers what fits in its time budget and leaves the rest unclaimed."""
+    import requests
+
+    from nexo.db import Database
+    from nexo.outbox import relay
+    from tests.relay_fixtures import event_rows, insert_confirmed_orders
+
+    settings = relay_settings()       # delivery timeout 1 s, job timeout 2 s: room to start one delivery
+    fakes.set_mode("fiscal", "timeout_before", delay_s=3)
+    orders = insert_confirmed_orders(db, 3)
+    ctx = relay.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
+                             http=requests.Session(), worker="test@budget")
+    try:
+        outcomes = relay.deliver_events(ctx, [o.fiscal_event_id for o in orders])
+    finally:
+        ctx.db.close()
+    assert outcomes == [relay.REINTENTO]
+    rows = event_rows(db, [o.fiscal_event_id for o in orders])
+    untouched = [r for r in rows.values() if r["attempts"] == 0 and r["claim_token"] is None]
+    assert len(untouched) == 2        # never claimed: no lease to wait for, the sweeper wakes them at once
