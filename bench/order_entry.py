@@ -26,7 +26,7 @@ def direct(database_url: str, data: BenchData, threads: int, duration_s: float, 
             lines=tuple(commands.OrderLineRequest(sku, q) for sku, q in data.order_lines(rng)),
             salesperson_id=data.salesperson_ids[i])
         result = service.create_order(db, cmd)
-        return result.outcome == commands.CONFIRMED, f"outcome {result.outcome} {','.join(result.reasons)}"
+        return isinstance(result, commands.Confirmed), f"outcome {result.outcome} {','.join(getattr(result, 'reasons', ()))}"
 
     try:
         return closed_loop(f"direct x{threads}", threads, lambda i: None, order, duration_s, warmup_s, meter)

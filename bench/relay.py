@@ -163,7 +163,7 @@ def _steady_orders(database_url: str, data: bench_data.BenchData, rate: float, d
                                    lines=tuple(commands.OrderLineRequest(s, q) for s, q in lines),
                                    salesperson_id=salesperson_id)
         result = service.create_order(db, cmd)
-        if result.outcome == commands.CONFIRMED:
+        if isinstance(result, commands.Confirmed):
             with lock:
                 order_ids.append(result.order_id)
 

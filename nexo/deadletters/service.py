@@ -1,6 +1,7 @@
 """Dead-letter use cases (ADR-010): each one owns its transaction and writes its audit row inside it.
 
-Business outcomes come back as values (ActionResult, BulkResult); the views map them to HTTP.
+Business outcomes come back as values (the ActionResult and BulkResult unions below, in the style of
+the credit use cases); the views map them to HTTP.
 The relay is woken only after commit, and no network call happens while a transaction is open (ADR-004).
 """
 
@@ -10,6 +11,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import ClassVar
 
 from nexo import audit
 from nexo.db import Database
@@ -59,24 +61,69 @@ class Detail:
 
 
 @dataclass(frozen=True)
-class ActionResult:
-    """Outcome of replay/discard: done, not_found, or conflict (with who got there first)."""
+class Done:
+    """The dead letter was replayed (status resolved) or discarded (status discarded) by resolved_by."""
 
-    outcome: str
     dead_letter_id: int
-    event_id: uuid.UUID | None = None
-    status: str | None = None
-    resolved_by: str | None = None
-    resolved_at: datetime | None = None
+    event_id: uuid.UUID
+    status: str
+    resolved_by: str
+    outcome: ClassVar[str] = "done"
 
 
 @dataclass(frozen=True)
-class BulkResult:
-    """Outcome of a group action: which ids changed, and how many had stopped being pending."""
+class NotFound:
+    """No dead letter with that id."""
 
-    outcome: str
-    touched: list[int] = field(default_factory=list)
-    skipped: int = 0
+    dead_letter_id: int
+    outcome: ClassVar[str] = "not_found"
+
+
+@dataclass(frozen=True)
+class AlreadyResolved:
+    """Someone got there first: the dead letter is no longer pending (who, when, and what they did)."""
+
+    dead_letter_id: int
+    event_id: uuid.UUID
+    status: str
+    resolved_by: str | None
+    resolved_at: datetime | None
+    outcome: ClassVar[str] = "conflict"
+
+
+@dataclass(frozen=True)
+class EventNotFailed:
+    """The dead letter is pending but its event is not FALLIDO any more: nothing was replayed (ADR-010)."""
+
+    dead_letter_id: int
+    event_id: uuid.UUID
+    outcome: ClassVar[str] = "conflict"
+    status: ClassVar[str] = "pending"
+
+
+# What replay/discard decided; the views map each case to 303 / 404 / 409. `outcome` is each case's
+# short name, for logs and tests.
+ActionResult = Done | NotFound | AlreadyResolved | EventNotFailed
+
+
+@dataclass(frozen=True)
+class GroupDone:
+    """A group action went through: which ids changed, and how many had stopped being pending."""
+
+    touched: list[int]
+    skipped: int
+    outcome: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True)
+class GroupChanged:
+    """Some dead letter of the group had an event no longer FALLIDO: nothing was touched (rolled back)."""
+
+    skipped: int
+    outcome: ClassVar[str] = "conflict"
+
+
+BulkResult = GroupDone | GroupChanged
 
 
 def list_dead_letters(db: Database, f: queries.ListFilter, *, page: int, size: int) -> ListPage:
@@ -132,9 +179,9 @@ def view_dead_letter(db: Database, dead_letter_id: int, actor: str, *, audit_vie
 def _conflict(conn, dead_letter_id: int) -> ActionResult:
     state = repository.current_state(conn, dead_letter_id)
     if state is None:
-        return ActionResult("not_found", dead_letter_id)
-    return ActionResult("conflict", dead_letter_id, event_id=state["event_id"], status=state["status"],
-                        resolved_by=state["resolved_by"], resolved_at=state["resolved_at"])
+        return NotFound(dead_letter_id)
+    return AlreadyResolved(dead_letter_id, event_id=state["event_id"], status=state["status"],
+                           resolved_by=state["resolved_by"], resolved_at=state["resolved_at"])
 
 
 def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = None) -> ActionResult:
@@ -146,7 +193,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
     with db.transaction() as tx:
         state = repository.current_state(tx.conn, dead_letter_id)
         if state is None:
-            return ActionResult("not_found", dead_letter_id)
+            return NotFound(dead_letter_id)
         row = repository.resolve_pending(tx.conn, dead_letter_id=dead_letter_id, destination=state["destination"],
                                          status="resolved", actor=actor, note=note or None)
         if row is None:
@@ -155,7 +202,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
             # A pending dead letter whose event is not FALLIDO breaks the invariant the relay keeps;
             # refuse (rolled back) rather than resolve something that was not replayed.
             log.error("dead letter %s is pending but its event %s is not FALLIDO", dead_letter_id, row["event_id"])
-            return ActionResult("conflict", dead_letter_id, event_id=row["event_id"], status="pending")
+            return EventNotFailed(dead_letter_id, event_id=row["event_id"])
         audit.append(tx.conn, actor=actor, action="dead_letter.replayed", object_type="dead_letter",
                      object_id=dead_letter_id,
                      details={"event_id": str(row["event_id"]), "destination": row["destination"],
@@ -163,7 +210,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
         tx.commit()
     request_delivery([row["event_id"]])
     log.info("dead letter %s replayed by %s (event %s)", dead_letter_id, actor, row["event_id"])
-    return ActionResult("done", dead_letter_id, event_id=row["event_id"], status="resolved", resolved_by=actor)
+    return Done(dead_letter_id, event_id=row["event_id"], status="resolved", resolved_by=actor)
 
 
 def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> ActionResult:
@@ -173,7 +220,7 @@ def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> Actio
     with db.transaction() as tx:
         state = repository.current_state(tx.conn, dead_letter_id)
         if state is None:
-            return ActionResult("not_found", dead_letter_id)
+            return NotFound(dead_letter_id)
         row = repository.resolve_pending(tx.conn, dead_letter_id=dead_letter_id, destination=state["destination"],
                                          status="discarded", actor=actor, note=reason.strip())
         if row is None:
@@ -184,7 +231,7 @@ def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> Actio
                               "reason": reason.strip()})
         tx.commit()
     log.info("dead letter %s discarded by %s (event %s)", dead_letter_id, actor, row["event_id"])
-    return ActionResult("done", dead_letter_id, event_id=row["event_id"], status="discarded", resolved_by=actor)
+    return Done(dead_letter_id, event_id=row["event_id"], status="discarded", resolved_by=actor)
 
 
 def preview_group(db: Database, f: queries.ListFilter) -> tuple[list[int], bool]:
@@ -214,7 +261,7 @@ def act_on_group(db: Database, *, action: str, destination: str, ids: list[int],
         if action == "replay" and repository.requeue_events(tx.conn, event_ids=event_ids,
                                                             destination=destination) != len(rows):
             log.error("group replay refused: some pending dead letters had events not in FALLIDO")
-            return BulkResult("conflict", skipped=len(ids))
+            return GroupChanged(skipped=len(ids))
         for r in rows:
             details = {"event_id": str(r["event_id"]), "destination": destination, "batch": batch,
                        "group_size": len(ids), "signature": signature or None}
@@ -228,4 +275,4 @@ def act_on_group(db: Database, *, action: str, destination: str, ids: list[int],
     touched = sorted(r["id"] for r in rows)
     log.info("group %s by %s: destination=%s touched=%d skipped=%d batch=%s",
              action, actor, destination, len(touched), len(ids) - len(touched), batch)
-    return BulkResult("done", touched=touched, skipped=len(ids) - len(touched))
+    return GroupDone(touched=touched, skipped=len(ids) - len(touched))

@@ -86,17 +86,17 @@ def detail(dead_letter_id: int):
 
 
 def _after_action(result: service.ActionResult, done_message: str):
-    if result.outcome == "not_found":
-        abort(404)
-    if result.outcome == "conflict":
-        if result.status in ("resolved", "discarded"):
-            verb = "reprocesó" if result.status == "resolved" else "descartó"
-            message = f"Esta entrega ya no está pendiente: ya la {verb} {result.resolved_by} el {_when(result.resolved_at)}."
-        else:
-            message = "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir."
-        return render_error(409, message)
-    flash(done_message, "info")
-    return redirect(url_for("deadletters.detail", dead_letter_id=result.dead_letter_id), code=303)
+    match result:
+        case service.Done(dead_letter_id=dead_letter_id):
+            flash(done_message, "info")
+            return redirect(url_for("deadletters.detail", dead_letter_id=dead_letter_id), code=303)
+        case service.NotFound():
+            abort(404)
+        case service.AlreadyResolved(status="resolved" | "discarded" as status, resolved_by=by, resolved_at=at):
+            verb = "reprocesó" if status == "resolved" else "descartó"
+            return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {_when(at)}.")
+        case service.AlreadyResolved() | service.EventNotFailed():
+            return render_error(409, "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir.")
 
 
 @bp.route("/<int:dead_letter_id>/replay", methods=["POST"])
@@ -184,7 +184,7 @@ def bulk_apply():
     result = service.act_on_group(get_db(), action=form.action.data, destination=form.destination.data,
                                   ids=form.id_list, actor=current_user.username,
                                   signature=form.signature.data or None, note=note)
-    if result.outcome == "conflict":
+    if isinstance(result, service.GroupChanged):
         return render_error(409, "Alguna entrega del grupo cambió de estado; no se tocó ninguna. Volvé a la vista previa.")
     verb = "reprocesaron" if form.action.data == "replay" else "descartaron"
     flash(f"Se {verb} {len(result.touched)} entregas."

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from nexo.orders.fingerprint import normalise_sku
 
-# Outcomes of create_order. The view turns them into 303 / 409 / 422 / 400 (CONTRACT.md).
+# The short names of create_order's outcomes (the result classes below), for logs and metric labels.
 CONFIRMED = "confirmed"                      # new order within the credit limit (RN-01)
 PENDING_AUTHORIZATION = "pending_authorization"  # new order over the limit, waits for credit (RN-02)
 REPLAYED = "replayed"                        # same requestId, same fingerprint: the original order (RN-06)
@@ -15,7 +16,7 @@ CONFLICT = "conflict"                        # same requestId, other content: re
 REJECTED = "rejected"                        # business rejection, nothing persisted (ADR-005)
 INVALID = "invalid"                          # malformed command (unknown client or warehouse)
 
-# Business rejection reasons (seed; kept verbatim because pages and tests look for them).
+# Business rejection reasons (CONTRACT.md; kept verbatim because pages and tests look for them).
 INVALID_SKU = "invalid_sku"
 INSUFFICIENT_STOCK = "insufficient_stock"
 PRICE_SOURCE_UNAVAILABLE = "price_source_unavailable"
@@ -52,24 +53,63 @@ class LineProblem:
 
 
 @dataclass(frozen=True)
-class OrderResult:
-    """What create_order decided. order_id and order_status are set for confirmed/pending/replayed."""
+class Confirmed:
+    """A new order within the client's credit limit (RN-01): stock reserved FIRME, events in the outbox."""
 
-    outcome: str
-    order_id: uuid.UUID | None = None
-    order_status: str | None = None
-    problems: tuple[LineProblem, ...] = ()
-    field_errors: dict[str, str] = field(default_factory=dict)
+    order_id: uuid.UUID
+    outcome: ClassVar[str] = CONFIRMED
+    order_status: ClassVar[str] = "CONFIRMADO"
+
+
+@dataclass(frozen=True)
+class PendingAuthorization:
+    """A new order over the credit limit: stock reserved BLANDA, it waits for the credit officer (RN-02)."""
+
+    order_id: uuid.UUID
+    outcome: ClassVar[str] = PENDING_AUTHORIZATION
+    order_status: ClassVar[str] = "PENDIENTE_AUTORIZACION"
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """The same requestId with the same content: the original order, in whatever state it is now (RN-06)."""
+
+    order_id: uuid.UUID
+    order_status: str
+    outcome: ClassVar[str] = REPLAYED
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """The same requestId with other content (request_id_reused, ADR-005); nothing was written."""
+
+    outcome: ClassVar[str] = CONFLICT
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A business rejection: every failing line with its reason; nothing persisted, key included (ADR-005)."""
+
+    problems: tuple[LineProblem, ...]
+    outcome: ClassVar[str] = REJECTED
 
     @property
     def reasons(self) -> tuple[str, ...]:
         """The distinct rejection reasons, in order of first appearance."""
         return tuple(dict.fromkeys(p.reason for p in self.problems))
 
-    @property
-    def created(self) -> bool:
-        """True when this call created the order."""
-        return self.outcome in (CONFIRMED, PENDING_AUTHORIZATION)
+
+@dataclass(frozen=True)
+class Invalid:
+    """A malformed command (empty, duplicated SKUs, unknown client or warehouse): errors per form field."""
+
+    field_errors: dict[str, str] = field(default_factory=dict)
+    outcome: ClassVar[str] = INVALID
+
+
+# What create_order decided; the view maps each case to 303 / 409 / 422 / 400 (CONTRACT.md). `outcome`
+# is each case's short name, for logs and metric labels.
+OrderResult = Confirmed | PendingAuthorization | Replayed | Conflict | Rejected | Invalid
 
 
 # Input sanity bounds, not business rules: they only stop typos and hostile posts from reaching the

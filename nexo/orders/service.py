@@ -15,18 +15,18 @@ from dataclasses import dataclass
 from nexo import metrics
 from nexo.orders import repository as repo
 from nexo.orders.commands import (
-    CONFIRMED,
-    CONFLICT,
     INSUFFICIENT_STOCK,
-    INVALID,
     INVALID_SKU,
-    PENDING_AUTHORIZATION,
     PRICE_SOURCE_UNAVAILABLE,
-    REJECTED,
-    REPLAYED,
+    Confirmed,
+    Conflict,
     CreateOrder,
+    Invalid,
     LineProblem,
     OrderResult,
+    PendingAuthorization,
+    Rejected,
+    Replayed,
     validate,
 )
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
@@ -48,22 +48,22 @@ def create_order(db, cmd: CreateOrder) -> OrderResult:
     """Create the order of one salesperson intent, or replay / refuse it; see the module docstring."""
     errors = validate(cmd)
     if errors:
-        return OrderResult(INVALID, field_errors=errors)
+        return Invalid(errors)
     started = time.perf_counter()
     event_ids: list = []
     with db.transaction() as tx:
         result = _decide(tx.conn, cmd, event_ids)
-        if result.created:
+        if isinstance(result, Confirmed | PendingAuthorization):
             tx.commit()
         # Every other outcome leaves the block uncommitted: the transaction rolls back, key included
         # (ADR-005: a business rejection is evaluated again on retry).
     metrics.observe_order_transaction(time.perf_counter() - started, result.outcome)
-    if result.outcome == CONFLICT:
+    if isinstance(result, Conflict):
         metrics.count_request_id_reused()
     if event_ids:
         wakeup.request_delivery(event_ids)     # after the commit, never inside it (ADR-004)
     log.info("create_order request=%s outcome=%s order=%s reasons=%s", cmd.request_id, result.outcome,
-             result.order_id, ",".join(result.reasons) or "-")
+             getattr(result, "order_id", None), ",".join(getattr(result, "reasons", ())) or "-")
     return result
 
 
@@ -79,14 +79,14 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
         return _replay_or_conflict(conn, cmd, claim)
     client = repo.find_client(conn, cmd.client_id)
     if client is None:
-        return OrderResult(INVALID, field_errors={"client_id": "El cliente elegido no existe."})
+        return Invalid({"client_id": "El cliente elegido no existe."})
     if not repo.warehouse_exists(conn, cmd.warehouse_id):
-        return OrderResult(INVALID, field_errors={"deposit_id": "El depósito elegido no existe."})
+        return Invalid({"deposit_id": "El depósito elegido no existe."})
 
     # 2. Prices come from the server's price list only (RN-03).
     priced, problems = _price_lines(conn, cmd)
     if problems:
-        return OrderResult(REJECTED, problems=tuple(problems))
+        return Rejected(tuple(problems))
     total_cents = sum(line.quantity * line.unit_price_cents for line in priced)
 
     # 3. Credit (RN-01) as one conditional UPDATE. RN-02's platinum tolerance is BLOCKED, so any
@@ -116,7 +116,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
         else:
             problems.append(LineProblem(line.sku, INSUFFICIENT_STOCK))
     if problems:
-        return OrderResult(REJECTED, problems=tuple(problems))
+        return Rejected(tuple(problems))
 
     # 6. Only a confirmed order tells the warehouse and the fiscal provider, through the outbox (ADR-004).
     if approved:
@@ -125,7 +125,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
                                 lines=[(line.sku, line.quantity, line.unit_price_cents) for line in priced])
         event_ids.extend(add_order_confirmed_events(conn, order_id=order_id, payload=payload,
                                                     request_id=cmd.correlation_id))
-    return OrderResult(CONFIRMED if approved else PENDING_AUTHORIZATION, order_id=order_id, order_status=status)
+    return Confirmed(order_id) if approved else PendingAuthorization(order_id)
 
 
 def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResult:
@@ -134,11 +134,11 @@ def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResul
     # refusing is safe, replaying something we cannot compare is not.
     if not is_known_version(claim.fingerprint_version) \
             or command_fingerprint(cmd, claim.fingerprint_version) != claim.request_hash:
-        return OrderResult(CONFLICT)
+        return Conflict()
     if claim.order_id is None:
         # A committed key always has its order (rejections roll the key back); anything else is a bug.
         raise RuntimeError(f"idempotency key {cmd.request_id} is committed without an order")
-    return OrderResult(REPLAYED, order_id=claim.order_id, order_status=repo.order_status(conn, claim.order_id))
+    return Replayed(claim.order_id, repo.order_status(conn, claim.order_id))
 
 
 def _price_lines(conn, cmd: CreateOrder) -> tuple[list[_PricedLine], list[LineProblem]]:

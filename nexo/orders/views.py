@@ -68,22 +68,26 @@ def _validate(form: OrderForm):
 
 
 def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow], request_id: str):
-    if result.outcome == commands.REPLAYED:
-        # Shown once by show_order; kept out of the URL so the redirect is exactly /orders/<id>.
-        session[_REPLAYED_KEY] = str(result.order_id)
-        return redirect(url_for("orders.show_order", order_id=result.order_id), 303)
-    if result.created:
-        flash("Pedido registrado." if result.outcome == commands.CONFIRMED
-              else "Pedido registrado, pero NO confirmado: espera autorización de crédito.", "info")
-        return redirect(url_for("orders.show_order", order_id=result.order_id), 303)
-    if result.outcome == commands.CONFLICT:
-        return render_template("orders/conflict.html", request_id=request_id), 409
-    if result.outcome == commands.REJECTED:
-        reasons = {p.sku: p.reason for p in result.problems}
-        for row in rows:
-            row.reason = reasons.get(row.normalised_sku)
-        return _render_form(form, request_id, padded(rows), {}, 422, problems=result.problems)
-    return _render_form(form, request_id, padded(rows), dict(result.field_errors), 400)
+    match result:
+        case commands.Replayed(order_id=order_id):
+            # Shown once by show_order; kept out of the URL so the redirect is exactly /orders/<id>.
+            session[_REPLAYED_KEY] = str(order_id)
+            return redirect(url_for("orders.show_order", order_id=order_id), 303)
+        case commands.Confirmed(order_id=order_id):
+            flash("Pedido registrado.", "info")
+            return redirect(url_for("orders.show_order", order_id=order_id), 303)
+        case commands.PendingAuthorization(order_id=order_id):
+            flash("Pedido registrado, pero NO confirmado: espera autorización de crédito.", "info")
+            return redirect(url_for("orders.show_order", order_id=order_id), 303)
+        case commands.Conflict():
+            return render_template("orders/conflict.html", request_id=request_id), 409
+        case commands.Rejected(problems=problems):
+            reasons = {p.sku: p.reason for p in problems}
+            for row in rows:
+                row.reason = reasons.get(row.normalised_sku)
+            return _render_form(form, request_id, padded(rows), {}, 422, problems=problems)
+        case commands.Invalid(field_errors=field_errors):
+            return _render_form(form, request_id, padded(rows), dict(field_errors), 400)
 
 
 def _render_form(form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None,

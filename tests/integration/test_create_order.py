@@ -101,7 +101,7 @@ def test_same_request_id_other_content_is_a_conflict_with_no_new_effect(db, chan
     other = command(db, change.get("lines", [("CAB-045", 4)]), request_id=cmd.request_id,
                     warehouse=change.get("warehouse", "CEN"), client=change.get("client", "Corralón del Sur"))
     result = create_order(db, other)
-    assert result.outcome == CONFLICT and result.order_id is None
+    assert result.outcome == CONFLICT and not hasattr(result, "order_id")
     assert [count(db, "SELECT count(*) FROM orders"), stock(db, "CAB-045")["reserved"],
             count(db, "SELECT count(*) FROM outbox_event"), exposure(db, "Corralón del Sur")] == before
     assert count(db, "SELECT count(*) FROM idempotency_keys WHERE order_id = %s", [original.order_id]) == 1
