@@ -8,19 +8,20 @@ from pathlib import Path
 from flask import Flask, request
 from flask_login import current_user
 
-from nexo import auth, demo, metrics, migrations, observability, security
+from nexo import auth, demo, migrations, observability, security
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.settings import Settings
+from nexo.telemetry import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 # Endpoints an anonymous visitor may reach; everything else sends them to the login page.
 PUBLIC_ENDPOINTS = {"auth.login", "health.health", "static", "ops.metrics"}
 
 
-def create_app(test_config: dict | None = None) -> Flask:
-    """Build the Flask application from the environment (plus test overrides)."""
-    settings = Settings.from_env()
+def create_app(settings: Settings | None = None, test_config: dict | None = None) -> Flask:
+    """Build the Flask application from settings (by default read from the environment), plus test overrides."""
+    settings = settings or Settings.from_env()
     app = Flask(__name__, template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
     app.config.update(
         SECRET_KEY=settings.secret_key,

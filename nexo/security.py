@@ -14,8 +14,9 @@ Decisions:
 - Login rate limits (Flask-Limiter, Redis storage from REDIS_URL so every worker and process shares
   the counters): only failed attempts (401) count; LOGIN_RATE_LIMIT_USERNAME per username (default
   5 per 15 minutes) and LOGIN_RATE_LIMIT_IP per client address (default 20 per 15 minutes), moving
-  window. Security settings, not business rules. The username is hashed before it becomes a key, so
-  neither Redis nor the limiter's log line ever holds what someone typed there (sometimes a password).
+  window. Security settings (nexo.settings.SecuritySettings), not business rules. The username is
+  hashed before it becomes a key, so neither Redis nor the limiter's log line ever holds what someone
+  typed there (sometimes a password).
   When Redis is down the limiter fails open (login keeps working) and logs the failure.
 """
 
@@ -23,17 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
-from dataclasses import dataclass
 
 from flask import current_app, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import Limiter
-from limits import parse as parse_limit
 from werkzeug.middleware.proxy_fix import ProxyFix
-
-from nexo.settings import SettingsError
 
 log = logging.getLogger(__name__)
 
@@ -51,44 +47,6 @@ HEADERS = {
 HSTS = "max-age=31536000"
 
 
-@dataclass(frozen=True)
-class SecuritySettings:
-    """The security knobs, read from the environment and validated when the app is built."""
-
-    login_limit_per_username: str = "5 per 15 minutes"
-    login_limit_per_ip: str = "20 per 15 minutes"
-    cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
-    trusted_proxies: int = 0
-
-    @classmethod
-    def from_env(cls, env=None) -> SecuritySettings:
-        """Read LOGIN_RATE_LIMIT_USERNAME, LOGIN_RATE_LIMIT_IP, COOKIE_SECURE and TRUSTED_PROXIES."""
-        env = os.environ if env is None else env
-        defaults = cls()
-        settings = cls(
-            login_limit_per_username=env.get("LOGIN_RATE_LIMIT_USERNAME", "").strip() or defaults.login_limit_per_username,
-            login_limit_per_ip=env.get("LOGIN_RATE_LIMIT_IP", "").strip() or defaults.login_limit_per_ip,
-            cookie_secure=env.get("COOKIE_SECURE", "").strip().lower() or defaults.cookie_secure,
-            trusted_proxies=_whole(env, "TRUSTED_PROXIES"),
-        )
-        for name, value in (("LOGIN_RATE_LIMIT_USERNAME", settings.login_limit_per_username),
-                            ("LOGIN_RATE_LIMIT_IP", settings.login_limit_per_ip)):
-            try:
-                parse_limit(value)
-            except ValueError:
-                raise SettingsError(f"{name}={value!r} is not a rate limit like '5 per 15 minutes'") from None
-        if settings.cookie_secure not in ("auto", "always"):
-            raise SettingsError(f"COOKIE_SECURE={settings.cookie_secure!r} must be 'auto' or 'always'")
-        return settings
-
-
-def _whole(env, name: str) -> int:
-    raw = env.get(name, "").strip() or "0"
-    if not raw.isdigit():
-        raise SettingsError(f"{name}={raw!r} must be a whole number (0 when no proxy is in front of Nexo)")
-    return int(raw)
-
-
 class HttpsAwareSessionInterface(SecureCookieSessionInterface):
     """The signed-cookie session, whose cookie is Secure whenever the request came over HTTPS."""
 
@@ -99,7 +57,7 @@ class HttpsAwareSessionInterface(SecureCookieSessionInterface):
 
 def init_app(app) -> None:
     """Apply headers, cookie flags, proxy trust and the login rate limits to app (after its blueprints)."""
-    settings = app.config.setdefault("NEXO_SECURITY", SecuritySettings.from_env())
+    settings = app.config["NEXO_SETTINGS"].security
     if settings.trusted_proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies, x_proto=settings.trusted_proxies)
     app.session_interface = HttpsAwareSessionInterface()
@@ -166,10 +124,10 @@ def _init_login_limits(app) -> None:
         swallow_errors=True, headers_enabled=False)
     limiter.init_app(app)
     app.extensions["nexo.limiter"] = limiter
-    per_username = limiter.limit(lambda: current_app.config["NEXO_SECURITY"].login_limit_per_username,
+    per_username = limiter.limit(lambda: current_app.config["NEXO_SETTINGS"].security.login_limit_per_username,
                                  key_func=_username_key, methods=["POST"], deduct_when=_failed_login,
                                  on_breach=_breached("per username"))
-    per_ip = limiter.limit(lambda: current_app.config["NEXO_SECURITY"].login_limit_per_ip,
+    per_ip = limiter.limit(lambda: current_app.config["NEXO_SETTINGS"].security.login_limit_per_ip,
                            key_func=_client_key, methods=["POST"], deduct_when=_failed_login,
                            on_breach=_breached("per client address"))
     for endpoint, view in list(app.view_functions.items()):

@@ -1,10 +1,16 @@
-"""All of Nexo's settings, read from the environment and validated once at start-up."""
+"""All of Nexo's settings, read from the environment and validated once at start-up.
+
+This is the only module that reads the environment (scripts/check_layers.py enforces it): the app
+factory and the process mains build one Settings and hand it, or what is built from it, down.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
+
+from limits import parse as parse_limit
 
 ENVIRONMENTS = ("production", "demo", "test")
 
@@ -48,7 +54,7 @@ class RelayCadence:
     lease_s: float = 30.0
     sweep_interval_s: float = 10.0
     job_timeout_s: float = 20.0
-    max_attempts: int = 8          # the seed's proposal, to validate with Operations
+    max_attempts: int = 8          # a proposal to validate with Operations (docs/unknowns.md)
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 3600.0
 
@@ -82,6 +88,51 @@ def check_relay_cadence(c: RelayCadence) -> None:
 
 
 @dataclass(frozen=True)
+class SecuritySettings:
+    """The security knobs (issue 7): login rate limits, Secure cookie, proxies trusted; see nexo/security.py."""
+
+    login_limit_per_username: str = "5 per 15 minutes"
+    login_limit_per_ip: str = "20 per 15 minutes"
+    cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
+    trusted_proxies: int = 0
+
+
+def _security(env: dict) -> SecuritySettings:
+    """Read LOGIN_RATE_LIMIT_USERNAME, LOGIN_RATE_LIMIT_IP, COOKIE_SECURE and TRUSTED_PROXIES."""
+    defaults = SecuritySettings()
+    proxies = env.get("TRUSTED_PROXIES", "").strip() or "0"
+    if not proxies.isdigit():
+        raise SettingsError(f"TRUSTED_PROXIES={proxies!r} must be a whole number (0 when no proxy is in front of Nexo)")
+    security = SecuritySettings(
+        login_limit_per_username=env.get("LOGIN_RATE_LIMIT_USERNAME", "").strip() or defaults.login_limit_per_username,
+        login_limit_per_ip=env.get("LOGIN_RATE_LIMIT_IP", "").strip() or defaults.login_limit_per_ip,
+        cookie_secure=env.get("COOKIE_SECURE", "").strip().lower() or defaults.cookie_secure,
+        trusted_proxies=int(proxies),
+    )
+    for name, value in (("LOGIN_RATE_LIMIT_USERNAME", security.login_limit_per_username),
+                        ("LOGIN_RATE_LIMIT_IP", security.login_limit_per_ip)):
+        try:
+            parse_limit(value)
+        except ValueError:
+            raise SettingsError(f"{name}={value!r} is not a rate limit like '5 per 15 minutes'") from None
+    if security.cookie_secure not in ("auto", "always"):
+        raise SettingsError(f"COOKIE_SECURE={security.cookie_secure!r} must be 'auto' or 'always'")
+    return security
+
+
+def _fresh_login_window(env: dict) -> float:
+    """DLQ_FRESH_LOGIN_S: how recent a sign-in must be to replay or discard a dead letter (issue 6)."""
+    raw = env.get("DLQ_FRESH_LOGIN_S", "").strip() or "900"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"DLQ_FRESH_LOGIN_S={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise SettingsError(f"DLQ_FRESH_LOGIN_S={raw!r} must be greater than 0")
+    return value
+
+
+@dataclass(frozen=True)
 class Settings:
     """Process-wide settings; build with Settings.from_env()."""
 
@@ -98,6 +149,10 @@ class Settings:
     relay: RelayCadence = field(default_factory=RelayCadence)
     dead_letter_grace_days: int = 90
     outbox_retention_days: int | None = None   # open question: None keeps delivered events forever
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+    dlq_fresh_login_s: float = 900.0
+    # The directory this host's processes share for Prometheus values (multiprocess mode); None: one process.
+    prometheus_multiproc_dir: str | None = None
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -144,4 +199,7 @@ class Settings:
             relay=relay,
             dead_letter_grace_days=int(grace),
             outbox_retention_days=int(outbox_retention) if outbox_retention else None,
+            security=_security(env),
+            dlq_fresh_login_s=_fresh_login_window(env),
+            prometheus_multiproc_dir=env.get("PROMETHEUS_MULTIPROC_DIR", "").strip() or None,
         )

@@ -72,7 +72,7 @@ def clean_state(request):
 
 @pytest.fixture(scope="session")
 def app():
-    application = create_app({"TESTING": True})
+    application = create_app(test_config={"TESTING": True})
     yield application
     application.extensions["nexo.db"].close()
 

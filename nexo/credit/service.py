@@ -14,11 +14,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from nexo import audit, metrics
+from nexo import audit
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
 from nexo.outbox import wakeup
 from nexo.outbox.order_events import add_order_confirmed_events
+from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
 

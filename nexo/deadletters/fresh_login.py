@@ -1,36 +1,18 @@
 """Fresh login for dead-letter actions: replaying or discarding needs a recent sign-in (issue 6).
 
 A session left open on a shared office computer must not be enough to discard a fiscal event. The
-window is a security setting, read here from DLQ_FRESH_LOGIN_S (seconds, default 900) and checked at
-start-up, because importing this module is part of create_app.
+window is a security setting: Settings.dlq_fresh_login_s (DLQ_FRESH_LOGIN_S, seconds, default 900).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from functools import wraps
 
 from flask import current_app, flash, redirect, session, url_for
 from flask_login import logout_user
 
-from nexo.settings import SettingsError
-
 log = logging.getLogger(__name__)
-
-
-def _window_from_env(env=os.environ) -> float:
-    raw = env.get("DLQ_FRESH_LOGIN_S", "").strip() or "900"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"DLQ_FRESH_LOGIN_S={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise SettingsError(f"DLQ_FRESH_LOGIN_S={raw!r} must be greater than 0")
-    return value
-
-
-FRESH_LOGIN_S = _window_from_env()
 
 
 def is_fresh(login_at, now: float, window_s: float) -> bool:
@@ -49,7 +31,7 @@ def fresh_login_required(next_endpoint: str):
         @wraps(view)
         def wrapped(*args, **kwargs):
             """Run the view only for a recent sign-in."""
-            window = current_app.config.get("DLQ_FRESH_LOGIN_S", FRESH_LOGIN_S)
+            window = current_app.config["NEXO_SETTINGS"].dlq_fresh_login_s
             if not is_fresh(session.get("login_at"), current_app.config["NOW"](), window):
                 log.info("dead-letter action needs a fresh login (window %ss)", window)
                 logout_user()

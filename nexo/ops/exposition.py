@@ -3,7 +3,7 @@
 Two sources, both correct with any number of gunicorn workers:
 - the five signals as gauges computed from Postgres at scrape time (a custom collector), so every
   worker answers the same numbers;
-- the in-process histogram and counter of nexo.metrics, read from PROMETHEUS_MULTIPROC_DIR (every
+- the in-process histogram and counter of nexo.telemetry.metrics, read from PROMETHEUS_MULTIPROC_DIR (every
   worker's files, summed) when multiprocess mode is on, or from this process otherwise.
 """
 
@@ -14,8 +14,8 @@ import logging
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 
-from nexo import metrics
 from nexo.ops import service
+from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +97,10 @@ def _order_families(current: service.CurrentSignals):
     yield family
 
 
-def render(db) -> bytes:
-    """The whole /metrics body."""
+def render(db, multiproc_dir: str | None) -> bytes:
+    """The whole /metrics body; multiproc_dir is Settings.prometheus_multiproc_dir."""
     registry = CollectorRegistry(auto_describe=False)
-    if metrics.multiprocess_dir():
+    if multiproc_dir:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(_ProcessMetrics())
@@ -112,5 +112,5 @@ class _ProcessMetrics:
     """This process's own metrics, when there is no multiprocess directory to read them from."""
 
     def collect(self):
-        """Yield the families of nexo.metrics.REGISTRY."""
+        """Yield the families of nexo.telemetry.metrics.REGISTRY."""
         yield from metrics.REGISTRY.collect()

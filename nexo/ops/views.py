@@ -54,11 +54,12 @@ def _links() -> dict:
 @bp.route("/metrics")
 def metrics():
     """Prometheus text (counts and durations only); Bearer METRICS_TOKEN required when one is set."""
-    token = current_app.config["NEXO_SETTINGS"].metrics_token
+    settings = current_app.config["NEXO_SETTINGS"]
+    token = settings.metrics_token
     if token and not _bearer_matches(request.headers.get("Authorization", ""), token):
         return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'},
                         mimetype="text/plain")
-    return Response(exposition.render(get_db()), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    return Response(exposition.render(get_db(), settings.prometheus_multiproc_dir), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 def _bearer_matches(header: str, token: str) -> bool:

@@ -12,7 +12,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from nexo import metrics
 from nexo.orders import repository as repo
 from nexo.orders.commands import (
     INSUFFICIENT_STOCK,
@@ -32,6 +31,7 @@ from nexo.orders.commands import (
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
 from nexo.outbox import wakeup
 from nexo.outbox.order_events import add_order_confirmed_events, order_payload
+from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
 

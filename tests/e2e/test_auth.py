@@ -71,7 +71,7 @@ def test_logout_without_csrf_is_refused(client, auth):
 
 
 def test_missing_permission_is_403_and_anonymous_is_sent_to_login():
-    app = create_app({"TESTING": True})
+    app = create_app(test_config={"TESTING": True})
     probe = Blueprint("probe", __name__)
 
     @probe.route("/_probe/ops-only")

@@ -195,7 +195,7 @@ def test_discard_shows_who_and_why_and_keeps_the_event_fallido(db, marta):
 @pytest.fixture
 def clocked_app():
     clock = {"now": 1_000_000.0}
-    application = create_app({"TESTING": True, "NOW": lambda: clock["now"]})
+    application = create_app(test_config={"TESTING": True, "NOW": lambda: clock["now"]})
     yield application, clock
     application.extensions["nexo.db"].close()
 

@@ -16,7 +16,7 @@ def _app_with(**env):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        return create_app({"TESTING": True})
+        return create_app(test_config={"TESTING": True})
     finally:
         for k, v in saved.items():
             if v is None:

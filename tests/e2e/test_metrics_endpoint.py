@@ -9,14 +9,15 @@ import secrets
 import pytest
 import requests
 
-from nexo import create_app, metrics
+from nexo import create_app
+from nexo.telemetry import metrics
 from tests.ops_helpers import make_event, make_order, prometheus_values
 
 
 @pytest.fixture
 def token_app(settings):
-    app = create_app({"TESTING": True,
-                      "NEXO_SETTINGS": dataclasses.replace(settings, metrics_token="scrape-" + secrets.token_hex(8))})
+    app = create_app(dataclasses.replace(settings, metrics_token="scrape-" + secrets.token_hex(8)),
+                     test_config={"TESTING": True})
     yield app
     app.extensions["nexo.db"].close()
 
@@ -65,10 +66,10 @@ def test_metrics_answers_when_the_database_cannot_be_read(client, monkeypatch):
     assert response.status_code == 200 and "nexo_signals_up 0.0" in response.get_data(as_text=True)
 
 
-def test_every_gunicorn_worker_reports_what_every_process_observed(live_server):
+def test_every_gunicorn_worker_reports_what_every_process_observed(live_server, settings):
     # The hooks write to PROMETHEUS_MULTIPROC_DIR, shared by this test process and the gunicorn workers
     # (`make test` sets it). A value observed here must be in whatever worker answers the scrape.
-    assert metrics.multiprocess_dir(), "make test must set PROMETHEUS_MULTIPROC_DIR"
+    assert settings.prometheus_multiproc_dir, "make test must set PROMETHEUS_MULTIPROC_DIR"
     label = "probe_" + secrets.token_hex(4)
     metrics.observe_order_transaction(0.042, label)
     metrics.observe_order_transaction(0.084, label)

@@ -13,8 +13,9 @@ import secrets
 
 import pytest
 
-from nexo import create_app, metrics
-from nexo.ops.recorder import recorder
+from nexo import create_app
+from nexo.telemetry import metrics
+from nexo.telemetry.recorder import recorder
 from nexo.unknowns import UNKNOWNS
 from tests.e2e.order_forms import form_data, request_id_of
 from tests.helpers import http_login
@@ -180,7 +181,7 @@ def test_ops_page_shows_undefined_thresholds_and_the_whole_register_of_unknowns(
 
 
 def test_ops_page_shows_a_configured_outbox_retention(settings):
-    app = create_app({"TESTING": True, "NEXO_SETTINGS": dataclasses.replace(settings, outbox_retention_days=30)})
+    app = create_app(dataclasses.replace(settings, outbox_retention_days=30), test_config={"TESTING": True})
     try:
         html = login_client(app, "marta").get("/ops").get_data(as_text=True)
         assert 'data-outbox-retention="30"' in html and "30 días" in html

@@ -34,7 +34,7 @@ def place_order(client, quantity=1):
 @pytest.fixture
 def app_on_private_redis(private_redis, monkeypatch):
     monkeypatch.setenv("REDIS_URL", private_redis.url)
-    application = create_app({"TESTING": True})
+    application = create_app(test_config={"TESTING": True})
     yield application
     application.extensions["nexo.db"].close()
 

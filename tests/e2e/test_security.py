@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from flask import Blueprint
 
 from nexo import create_app
-from nexo.security import SecuritySettings
+from nexo.settings import SecuritySettings, Settings
 from tests.helpers import DEMO_PASSWORD, csrf_token, free_port
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -19,7 +20,7 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 def _new_app(monkeypatch=None, *, env: dict | None = None, **config):
     for name, value in (env or {}).items():
         monkeypatch.setenv(name, value)
-    return create_app({"TESTING": True, **config})
+    return create_app(test_config={"TESTING": True, **config})
 
 
 @pytest.fixture
@@ -117,7 +118,8 @@ def test_successful_logins_do_not_count(app):
 
 
 def test_failed_logins_from_one_address_are_limited_across_usernames(apps):
-    apps.append(app := create_app({"TESTING": True, "NEXO_SECURITY": SecuritySettings(login_limit_per_ip="3 per 15 minutes")}))
+    settings = dataclasses.replace(Settings.from_env(), security=SecuritySettings(login_limit_per_ip="3 per 15 minutes"))
+    apps.append(app := create_app(settings, test_config={"TESTING": True}))
     client = app.test_client()
     for name in ("ana", "beto", "carla"):
         assert _login(client, name, "wrong").status_code == 401
@@ -140,7 +142,7 @@ def test_bad_security_settings_stop_start_up(monkeypatch):
 
     monkeypatch.setenv("LOGIN_RATE_LIMIT_IP", "many")
     with pytest.raises(SettingsError, match="LOGIN_RATE_LIMIT_IP"):
-        create_app({"TESTING": True})
+        create_app(test_config={"TESTING": True})
 
 
 # --- errors and escaping ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""nexo.metrics hooks on real Postgres: durable, shared by every process, and never raising into an order."""
+"""nexo.telemetry.metrics hooks on real Postgres: durable, shared by every process, and never raising into an order."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from nexo import metrics
-from nexo.ops import recorder as recorder_module
-from nexo.ops.recorder import Recorder, recorder
+from nexo.telemetry import metrics
+from nexo.telemetry import recorder as recorder_module
+from nexo.telemetry.recorder import Recorder, recorder
 from tests.helpers import free_port
 from tests.ops_helpers import ROOT
 
@@ -49,7 +49,7 @@ def test_a_conflict_is_committed_at_once_for_every_process_to_see(app, db):
 
 
 def test_conflicts_from_another_process_land_in_the_same_table(db):
-    code = "from nexo import create_app, metrics; create_app(); metrics.count_request_id_reused()"
+    code = "from nexo import create_app; from nexo.telemetry import metrics; create_app(); metrics.count_request_id_reused()"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
     assert _count(db, "SELECT count(*) FROM ops_signal_event WHERE kind = 'request_id_reused'") == 1
 

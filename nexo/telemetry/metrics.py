@@ -2,19 +2,18 @@
 
 The hooks must be cheap and must never raise: a metric is never a reason to fail an order. Each one
 feeds two places: a Prometheus metric of this process (multiprocess-safe under gunicorn when
-PROMETHEUS_MULTIPROC_DIR is set: scripts/stack.py and scripts/gunicorn_conf.py set it) and the
-durable history in Postgres that /ops charts (nexo.ops.recorder).
+PROMETHEUS_MULTIPROC_DIR is set: scripts/stack.py and scripts/gunicorn_conf.py set it; prometheus_client
+reads it itself) and the durable history in Postgres that /ops charts (nexo.telemetry.recorder).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from nexo.ops.recorder import recorder
+from nexo.telemetry.recorder import recorder
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +34,6 @@ REQUEST_ID_REUSED = Counter(
 # Outcomes become label values: keep them a short identifier so a caller's bug cannot explode the
 # number of time series.
 _OUTCOME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-
-
-def multiprocess_dir() -> str | None:
-    """The directory shared by this host's processes for Prometheus values, if multiprocess mode is on."""
-    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
 def init_app(app) -> None:

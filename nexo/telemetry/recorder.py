@@ -10,7 +10,7 @@
 
 The recorder has its own two-connection pool, so a flush never waits for (or starves) the
 connections the order transactions use. Nothing here raises into the caller: a metric is never a
-reason to fail an order (nexo.metrics).
+reason to fail an order (nexo.telemetry.metrics).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections import deque
 from datetime import UTC, datetime
 
 from nexo.db import Database
-from nexo.ops import queries
+from nexo.telemetry import queries
 
 log = logging.getLogger(__name__)
 
