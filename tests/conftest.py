@@ -1,7 +1,9 @@
-"""Fixtures: the app, a test client, an auth helper, a clean database and Redis for every test.
+"""Fixtures shared by every folder: settings, the database, Redis, the app, a test client, an auth helper.
 
-The suite runs through `make test`, which starts (or points at) a real Postgres and Redis and sets
-DATABASE_URL and REDIS_URL; nothing here is mocked.
+Each folder's conftest.py says what its tests start from: tests/unit/ touches neither Postgres nor
+Redis; tests/integration/ and tests/e2e/ start every test from a clean database and Redis
+(clean_database_and_redis). The suite runs through `make test`, which starts (or points at) a real
+Postgres and Redis and sets DATABASE_URL and REDIS_URL; nothing here is mocked.
 """
 
 from __future__ import annotations
@@ -57,17 +59,13 @@ def reset_database(db: Database) -> None:
         tx.commit()
 
 
-@pytest.fixture(autouse=True)
-def clean_state(request):
-    """A clean database and Redis for every test that touches either (unit tests touch neither)."""
-    if request.node.get_closest_marker("no_db") or "tests/unit/" in str(request.node.fspath).replace("\\", "/"):
-        yield
+@pytest.fixture
+def clean_database_and_redis(request):
+    """The Nexo morning in an otherwise empty database, and an empty Redis (skipped for @pytest.mark.no_db)."""
+    if request.node.get_closest_marker("no_db"):
         return
-    db = request.getfixturevalue("db")
-    redis_client = request.getfixturevalue("redis_client")
-    reset_database(db)
-    redis_client.flushdb()
-    yield
+    reset_database(request.getfixturevalue("db"))
+    request.getfixturevalue("redis_client").flushdb()
 
 
 @pytest.fixture(scope="session")
