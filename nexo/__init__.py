@@ -11,6 +11,7 @@ from flask_login import current_user
 from nexo import auth, demo, migrations, observability, security
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
+from nexo.formatting import format_ars, format_duration, format_local
 from nexo.settings import Settings
 from nexo.telemetry import metrics
 
@@ -60,6 +61,11 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
         if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
             return login_manager.unauthorized()
         return None
+
+    # Template helpers, registered once for every template, one name each (nexo/formatting.py).
+    app.add_template_filter(format_ars, "money")
+    app.add_template_filter(format_local, "local_time")
+    app.add_template_filter(format_duration, "duration")
 
     @app.context_processor
     def navigation():

@@ -10,11 +10,9 @@ from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
 from nexo.credit import queries, service
-from nexo.credit.formatting import duration
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
 from nexo.extensions import get_db
-from nexo.formatting import format_ars, format_local
 from nexo.navigation import NAV_BADGES
 from nexo.unknowns import UNKNOWNS
 
@@ -29,8 +27,8 @@ OPEN_QUESTIONS = {u.key: u for u in UNKNOWNS if u.key in ("RN-02", "RN-07")}
 
 @bp.context_processor
 def helpers():
-    """Formatting helpers and the open questions for the credit templates only."""
-    return {"ars": format_ars, "moment": format_local, "duration": duration, "open_questions": OPEN_QUESTIONS}
+    """The open questions, for the credit templates only."""
+    return {"open_questions": OPEN_QUESTIONS}
 
 
 @bp.route("/queue")

@@ -14,7 +14,7 @@ from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db
-from nexo.formatting import format_ars, format_local
+from nexo.formatting import format_local
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
@@ -25,13 +25,9 @@ ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_lette
 
 @bp.context_processor
 def helpers():
-    """Formatting helpers and labels for the dead-letter templates only (a blueprint context processor)."""
-    return {"money": format_ars, "when": _when, "pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
+    """Labels and the payload helper for the dead-letter templates only (a blueprint context processor)."""
+    return {"pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
             "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
-
-
-def _when(moment) -> str:
-    return format_local(moment, seconds=True)
 
 
 def pretty(payload) -> str:
@@ -94,7 +90,7 @@ def _after_action(result: service.ActionResult, done_message: str):
             abort(404)
         case service.AlreadyResolved(status="resolved" | "discarded" as status, resolved_by=by, resolved_at=at):
             verb = "reprocesó" if status == "resolved" else "descartó"
-            return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {_when(at)}.")
+            return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {format_local(at, seconds=True)}.")
         case service.AlreadyResolved() | service.EventNotFailed():
             return render_error(409, "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir.")
 

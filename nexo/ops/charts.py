@@ -134,27 +134,6 @@ def line_chart(title: str, series: dict[str, list[float | None]], fmt: Callable[
     return Chart(title, WIDTH, HEIGHT, plot, y_ticks, x_ticks, lines=lines, empty=not known)
 
 
-def format_duration(seconds: float | None) -> str:
-    """A duration the way a person reads it: '850 ms', '12 s', '3 min 05 s', '2 h 10 min', '3 d 4 h'."""
-    if seconds is None:
-        return "—"
-    if seconds == 0:
-        return "0 s"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        text = f"{seconds:.1f}"
-        return (text[:-2] if text.endswith(".0") else text.replace(".", ",")) + " s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {minutes:02d} min"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"
-
-
 def format_count(value: float) -> str:
     """A count as an integer (axis labels of count charts)."""
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}".replace(".", ",")

@@ -9,18 +9,13 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
+from nexo.formatting import format_duration
 from nexo.ops import charts, exposition, service
 from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("ops", __name__)
 
 DESTINATION_LABELS = {"fiscal": "Fiscal (facturación)", "warehouse": "Depósito (entregas)"}
-
-
-@bp.app_template_filter("ops_duration")
-def ops_duration(seconds):
-    """Jinja filter: a duration in Spanish units."""
-    return charts.format_duration(seconds)
 
 
 @bp.route("/ops")
@@ -40,9 +35,9 @@ def _charts(data: service.Dashboard) -> dict:
         "conflicts": charts.bar_chart("Conflictos request_id_reused por hora", data.current.conflicts_per_hour,
                                       charts.format_count, charts.count_ceiling),
         "p95": charts.line_chart("p95 de la transacción de pedido por hora", {"p95": data.transaction_p95_per_hour},
-                                 charts.format_duration, charts.nice_duration_ceiling, bars_alignment=True),
+                                 format_duration, charts.nice_duration_ceiling, bars_alignment=True),
         "pending_age": charts.line_chart("Antigüedad del evento PENDIENTE más viejo", named_age,
-                                         charts.format_duration, charts.nice_duration_ceiling),
+                                         format_duration, charts.nice_duration_ceiling),
     }
 
 

@@ -9,13 +9,10 @@ from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
-from nexo.formatting import format_ars, format_local
 from nexo.orders import commands, queries, service
 from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
 
 bp = Blueprint("orders", __name__)
-bp.add_app_template_filter(format_ars, "ars")
-bp.add_app_template_filter(format_local, "local_time")
 
 # Who may look at any order besides the salesperson who entered it.
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")

@@ -6,7 +6,6 @@ from flask import Blueprint, render_template, request
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
-from nexo.formatting import format_local
 from nexo.warehouse import queries
 
 bp = Blueprint("warehouse", __name__)
@@ -21,4 +20,4 @@ def handoffs():
         rows = queries.delivered_handoffs(conn, limit=queries.PAGE_SIZE, offset=(page - 1) * queries.PAGE_SIZE)
         counts = queries.handoff_counts(conn)
     return render_template("warehouse/handoffs.html", handoffs=rows, counts=counts, page=page,
-                           page_size=queries.PAGE_SIZE, local_time=format_local)
+                           page_size=queries.PAGE_SIZE)

@@ -4,9 +4,9 @@ import uuid
 
 import pytest
 
-from nexo.credit.formatting import duration
 from nexo.credit.forms import QueueFilters
 from nexo.credit.service import CreditFigures
+from nexo.formatting import format_duration
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -15,7 +15,7 @@ from nexo.credit.service import CreditFigures
     (-5, "menos de 1 min"),
 ])
 def test_waiting_time_reads_at_a_glance(seconds, text):
-    assert duration(seconds) == text
+    assert format_duration(seconds, to_the_minute=True) == text
 
 
 def test_queue_filters_keep_well_formed_values_only():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from nexo.formatting import format_duration
 from nexo.ops import charts
 
 
@@ -20,7 +21,7 @@ def test_duration_axis_tops_are_durations_a_person_reads(seconds, top):
 @pytest.mark.parametrize("seconds, text", [(None, "—"), (0, "0 s"), (0.0955, "96 ms"), (12.5, "12,5 s"),
                                            (61, "1 min 01 s"), (7260, "2 h 01 min"), (90000, "1 d 1 h")])
 def test_durations_are_written_in_spanish_units(seconds, text):
-    assert charts.format_duration(seconds) == text
+    assert format_duration(seconds) == text
 
 
 def test_a_bar_chart_draws_one_bar_per_hour_with_a_value_and_none_for_zero():
@@ -42,7 +43,7 @@ def test_an_all_zero_bar_chart_says_it_is_empty():
 def test_a_line_chart_skips_hours_without_data_and_names_each_series():
     p95 = [None] * 24
     p95[20], p95[23] = 0.05, 0.1
-    chart = charts.line_chart("p95", {"p95": p95}, charts.format_duration, charts.nice_duration_ceiling,
+    chart = charts.line_chart("p95", {"p95": p95}, format_duration, charts.nice_duration_ceiling,
                               bars_alignment=True)
     (line,) = chart.lines
     assert [d["tip"] for d in line["dots"]] == ["p95, hace 3 h: 50 ms", "p95, ahora: 100 ms"]
@@ -51,4 +52,4 @@ def test_a_line_chart_skips_hours_without_data_and_names_each_series():
 
 
 def test_a_line_chart_without_any_value_is_empty():
-    assert charts.line_chart("x", {"a": [None] * 25}, charts.format_duration).empty
+    assert charts.line_chart("x", {"a": [None] * 25}, format_duration).empty

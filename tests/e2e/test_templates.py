@@ -1,0 +1,22 @@
+"""Every template compiles against the app's one set of template helpers (money, local_time, duration)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# The names the helpers had before create_app registered them once (issue 12).
+OLD_NAMES = re.compile(r"\|\s*(ars|ops_duration)\b|(?<![\w.|])(ars|money|moment|when|duration|local_time)\(")
+
+
+def test_every_template_compiles_with_the_registered_filters(app):
+    names = [p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.rglob("*.html")]
+    for name in names:
+        app.jinja_env.get_template(name)      # an unknown filter fails here, at compile time
+    assert {"money", "local_time", "duration"} <= set(app.jinja_env.filters)
+
+
+def test_no_template_uses_an_old_helper_name():
+    used = {p.name: OLD_NAMES.findall(p.read_text(encoding="utf-8")) for p in TEMPLATES.rglob("*.html")}
+    assert {name: found for name, found in used.items() if found} == {}
