@@ -15,11 +15,6 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ADVISORY_LOCK_ID = 0x6E65786F
 
 
-def pending_files(applied: set[str], directory: Path = MIGRATIONS_DIR) -> list[Path]:
-    """The migration files not yet applied, in file-name order."""
-    return [p for p in sorted(directory.glob("*.sql")) if p.stem not in applied]
-
-
 def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
     """Apply every pending migration; return the versions applied by this call."""
     done: list[str] = []

@@ -1,4 +1,4 @@
-"""The register of unknowns (seed: "registro de desconocidos"): business decisions still open.
+"""The register of unknowns: business decisions still open (docs/unknowns.md).
 
 docs/unknowns.md explains each one; the operations page lists these same entries so that nobody
 mistakes a placeholder for a decision. A test keeps the two in step.
@@ -37,10 +37,10 @@ UNKNOWNS = [
             "Responsable del Desarrollo", "nexo/orders/fingerprint.py (fingerprint_version)",
             "deliveryMethod queda fuera de la huella: cambiarlo con el mismo requestId no es conflicto."),
     Unknown("RELAY-MAX-ATTEMPTS", "¿Cuántos intentos de entrega antes de FALLIDO?",
-            "Operaciones", "RELAY_MAX_ATTEMPTS (8, propuesta del seed)",
+            "Operaciones", "RELAY_MAX_ATTEMPTS (8, propuesta inicial)",
             "Se usa 8 como propuesta a validar, configurable."),
     Unknown("RELAY-TIMEOUT", "¿Qué timeout de entrega acepta cada proveedor?",
-            "Operaciones y el proveedor fiscal", "RELAY_DELIVERY_TIMEOUT_S (5 s, propuesta del seed)",
+            "Operaciones y el proveedor fiscal", "RELAY_DELIVERY_TIMEOUT_S (5 s, propuesta inicial)",
             "Se usa 5 s como propuesta a validar, configurable."),
     Unknown("OPS-THRESHOLDS", "¿Qué umbral de cada señal operativa es un día malo?",
             "Operaciones", "tablero /ops",

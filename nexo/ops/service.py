@@ -1,4 +1,4 @@
-"""Read the five signals (seed: "qué mirar en un día malo") in one short read-only transaction."""
+"""Read the five signals (docs/adr/ADR-012-operations-signals.md) in one short read-only transaction."""
 
 from __future__ import annotations
 

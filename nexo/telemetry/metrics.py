@@ -23,12 +23,12 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 
 ORDER_TRANSACTION_SECONDS = Histogram(
     "nexo_order_transaction_seconds",
-    "Duration of order (reservation) transactions, by outcome (seed signal 5).",
+    "Duration of order (reservation) transactions, by outcome (ADR-012 signal 5).",
     ["outcome"], registry=REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
 REQUEST_ID_REUSED = Counter(
     "nexo_request_id_reused",
-    "request_id_reused conflicts: a requestId sent again with other content (seed signal 3).",
+    "request_id_reused conflicts: a requestId sent again with other content (ADR-012 signal 3).",
     ["source"], registry=REGISTRY)
 
 # Outcomes become label values: keep them a short identifier so a caller's bug cannot explode the
@@ -42,7 +42,7 @@ def init_app(app) -> None:
 
 
 def observe_order_transaction(seconds: float, outcome: str) -> None:
-    """Duration of one create_order/approval transaction (seed signal 5); outcome e.g. 'confirmed'."""
+    """Duration of one create_order/approval transaction (ADR-012 signal 5); outcome e.g. 'confirmed'."""
     try:
         label = outcome if isinstance(outcome, str) and _OUTCOME.match(outcome) else "other"
         ORDER_TRANSACTION_SECONDS.labels(label).observe(max(0.0, float(seconds)))
@@ -52,7 +52,7 @@ def observe_order_transaction(seconds: float, outcome: str) -> None:
 
 
 def count_request_id_reused() -> None:
-    """One `request_id_reused` conflict happened (seed signal 3); called after the order rolled back."""
+    """One `request_id_reused` conflict happened (ADR-012 signal 3); called after the order rolled back."""
     try:
         REQUEST_ID_REUSED.labels("order_entry").inc()
         recorder.record_event("request_id_reused")

@@ -1,4 +1,4 @@
-"""Seed test T12: the fiscal provider times out or refuses; the order stays valid and the event waits.
+"""The fiscal provider times out or refuses; the order stays valid and the event waits (ADR-004, ADR-008).
 
 Real worker and sweeper processes, real HTTP to the fakes (tests/relay_fixtures.py).
 """

@@ -1,4 +1,4 @@
-"""Pure rules of the relay: backoff (the seed's LEAST(cap, base × 2^attempts)) and answer classification."""
+"""Pure rules of the relay: backoff (ADR-008's LEAST(cap, base × 2^attempts)) and answer classification."""
 
 from __future__ import annotations
 
