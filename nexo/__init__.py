@@ -74,8 +74,8 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
 
     _register_blueprints(app)
     # After the blueprints: security wraps the views marked for the login rate limits (issue 7).
-    security.init_app(app)
-    metrics.init_app(app)
+    security.init_app(app, settings.security, settings.redis_url)
+    metrics.init_app(settings.database_url)
     _register_cli(app)
     return app
 

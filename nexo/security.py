@@ -26,10 +26,12 @@ import hashlib
 import logging
 import time
 
-from flask import current_app, g, has_request_context, request
+from flask import g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import Limiter
 from werkzeug.middleware.proxy_fix import ProxyFix
+
+from nexo.settings import SecuritySettings
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +57,15 @@ class HttpsAwareSessionInterface(SecureCookieSessionInterface):
         return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
 
 
-def init_app(app) -> None:
+def init_app(app, settings: SecuritySettings, redis_url: str) -> None:
     """Apply headers, cookie flags, proxy trust and the login rate limits to app (after its blueprints)."""
-    settings = app.config["NEXO_SETTINGS"].security
     if settings.trusted_proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies, x_proto=settings.trusted_proxies)
     app.session_interface = HttpsAwareSessionInterface()
     if settings.cookie_secure == "always":
         app.config.update(SESSION_COOKIE_SECURE=True, REMEMBER_COOKIE_SECURE=True)
     app.after_request(add_security_headers)
-    _init_login_limits(app)
+    _init_login_limits(app, settings, redis_url)
 
 
 def add_security_headers(response):
@@ -112,10 +113,10 @@ def _storage_uri(redis_url: str) -> str:
     return "redis+" + redis_url if redis_url.startswith("unix://") else redis_url
 
 
-def _init_login_limits(app) -> None:
+def _init_login_limits(app, settings: SecuritySettings, redis_url: str) -> None:
     """One limiter per app (tests build several apps against different Redis servers)."""
     limiter = Limiter(
-        _client_key, storage_uri=_storage_uri(app.config["NEXO_SETTINGS"].redis_url),
+        _client_key, storage_uri=_storage_uri(redis_url),
         # Fail fast when Redis hangs: a login waits at most about a second for its limit check.
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
         strategy="moving-window", key_prefix="nexo-login",
@@ -124,10 +125,10 @@ def _init_login_limits(app) -> None:
         swallow_errors=True, headers_enabled=False)
     limiter.init_app(app)
     app.extensions["nexo.limiter"] = limiter
-    per_username = limiter.limit(lambda: current_app.config["NEXO_SETTINGS"].security.login_limit_per_username,
+    per_username = limiter.limit(settings.login_limit_per_username,
                                  key_func=_username_key, methods=["POST"], deduct_when=_failed_login,
                                  on_breach=_breached("per username"))
-    per_ip = limiter.limit(lambda: current_app.config["NEXO_SETTINGS"].security.login_limit_per_ip,
+    per_ip = limiter.limit(settings.login_limit_per_ip,
                            key_func=_client_key, methods=["POST"], deduct_when=_failed_login,
                            on_breach=_breached("per client address"))
     for endpoint, view in list(app.view_functions.items()):

@@ -36,9 +36,9 @@ REQUEST_ID_REUSED = Counter(
 _OUTCOME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-def init_app(app) -> None:
+def init_app(database_url: str) -> None:
     """Send this process's durable signal history to the app's database."""
-    recorder.configure(app.config["NEXO_SETTINGS"].database_url)
+    recorder.configure(database_url)
 
 
 def observe_order_transaction(seconds: float, outcome: str) -> None:
