@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import ClassVar
 
 from nexo import audit
 from nexo.credit import repository as repo
@@ -78,6 +79,11 @@ class Decided:
     figures: CreditFigures
     event_ids: tuple = ()
 
+    @property
+    def outcome(self) -> str:
+        """'approved' or 'rejected', for logs and metric labels."""
+        return "approved" if self.status == "CONFIRMADO" else "rejected"
+
 
 @dataclass(frozen=True)
 class AlreadyDecided:
@@ -87,6 +93,7 @@ class AlreadyDecided:
     status: str
     decided_by: str | None
     decided_at: datetime | None
+    outcome: ClassVar[str] = "already_decided"
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ class NotFound:
     """No order with that id."""
 
     order_id: uuid.UUID
+    outcome: ClassVar[str] = "not_found"
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,7 @@ class FiguresChanged:
     order_id: uuid.UUID
     seen: CreditFigures
     current: CreditFigures
+    outcome: ClassVar[str] = "figures_changed"
 
 
 @dataclass(frozen=True)
@@ -111,8 +120,11 @@ class ReservationReleased:
 
     order_id: uuid.UUID
     skus: tuple[str, ...]
+    outcome: ClassVar[str] = "reservation_released"
 
 
+# What a decision came to; the view maps each case to 303 / 404 / 409. `outcome` is each case's short
+# name, for logs and metric labels (the same style as create_order's and the dead-letter actions').
 DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased
 
 
@@ -124,10 +136,10 @@ def approve_order(db, cmd: ApproveOrder) -> DecisionResult:
         if isinstance(result, Decided):
             tx.commit()
         # Any other outcome leaves the transaction uncommitted: it rolls back, status update included.
-    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + _outcome(result))
+    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + result.outcome)
     if isinstance(result, Decided):
         wakeup.request_delivery(result.event_ids)    # after the commit, never inside it (ADR-004)
-    log.info("approve_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, _outcome(result))
+    log.info("approve_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, result.outcome)
     return result
 
 
@@ -138,8 +150,8 @@ def reject_order(db, cmd: RejectOrder) -> DecisionResult:
         result = _reject(tx.conn, cmd)
         if isinstance(result, Decided):
             tx.commit()
-    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + _outcome(result))
-    log.info("reject_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, _outcome(result))
+    metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + result.outcome)
+    log.info("reject_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, result.outcome)
     return result
 
 
@@ -216,13 +228,3 @@ def _given(value: int | None, default: int) -> int:
 
 def _clean(note: str | None) -> str | None:
     return (note or "").strip() or None
-
-
-_OUTCOMES = {AlreadyDecided: "already_decided", NotFound: "not_found", FiguresChanged: "figures_changed",
-             ReservationReleased: "reservation_released"}
-
-
-def _outcome(result: DecisionResult) -> str:
-    if isinstance(result, Decided):
-        return "approved" if result.status == "CONFIRMADO" else "rejected"
-    return _OUTCOMES[type(result)]

@@ -89,18 +89,19 @@ def decided():
 
 def _respond(result: service.DecisionResult, form):
     back = url_for("credit.queue", **QueueFilters.from_args(dict(parse_qsl(form.filters.data or ""))).query_args())
-    if isinstance(result, service.Decided):
-        word = "autorizado y confirmado" if result.status == "CONFIRMADO" else "rechazado"
-        flash(f"Pedido {str(result.order_id)[:8]} {word}.", "info")
-        return redirect(back, 303)
-    if isinstance(result, service.NotFound):
-        return render_error(404, "Ese pedido no existe.")
-    if isinstance(result, service.FiguresChanged):
-        # 409: the approval conflicts with the client's current state. Nothing was approved; the page
-        # shows before/after and a second form that carries the new figures (CU-02: no silent re-check).
-        return render_template("credit/confirm_again.html", result=result, form=form, back=back), 409
-    kind = "already_decided" if isinstance(result, service.AlreadyDecided) else "reservation_released"
-    return render_template("credit/conflict.html", result=result, kind=kind, back=back), 409
+    match result:
+        case service.Decided(order_id=order_id, status=status):
+            word = "autorizado y confirmado" if status == "CONFIRMADO" else "rechazado"
+            flash(f"Pedido {str(order_id)[:8]} {word}.", "info")
+            return redirect(back, 303)
+        case service.NotFound():
+            return render_error(404, "Ese pedido no existe.")
+        case service.FiguresChanged():
+            # 409: the approval conflicts with the client's current state. Nothing was approved; the page
+            # shows before/after and a second form that carries the new figures (CU-02: no silent re-check).
+            return render_template("credit/confirm_again.html", result=result, form=form, back=back), 409
+        case service.AlreadyDecided() | service.ReservationReleased():
+            return render_template("credit/conflict.html", result=result, kind=result.outcome, back=back), 409
 
 
 def _first_error(form) -> str:
