@@ -1,7 +1,7 @@
 """The processes under measurement, started from the Procfile exactly as `make run` starts them.
 
-`make run` runs the Procfile through honcho; here each line is started on its own (same command, same
-environment shape: NEXO_ENV=demo, a SECRET_KEY, the fakes' URLs, a private PROMETHEUS_MULTIPROC_DIR),
+`make run` runs the Procfile under supervisord; here each line is started on its own (same command, same
+environment shape: NEXO_ENV=demo, a SECRET_KEY, the fakes' URLs, NEXO_DATA_DIR, a private PROMETHEUS_MULTIPROC_DIR),
 so that the bench can start N workers, stop them between runs and profile one process at a time.
 Every process gets its own session (process group) and a log file under the bench's work directory.
 """
@@ -56,6 +56,7 @@ class Stack:
         self.env = {**base_env, "NEXO_ENV": "demo", "PYTHONUNBUFFERED": "1",
                     "SECRET_KEY": base_env.get("SECRET_KEY") or secrets.token_urlsafe(32)}
         self.env.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="nexo-bench-prometheus-"))
+        self.env["NEXO_DATA_DIR"] = str(self.workdir)       # the fakes' SQLite files (Procfile --db)
         self.procs: list[subprocess.Popen] = []
         self.web_url: str | None = None
         self.web: subprocess.Popen | None = None
@@ -66,7 +67,7 @@ class Stack:
         env = {**self.env, **{k: str(v) for k, v in overrides.items()}}
         argv = shlex.split(Template(self.commands[name]).substitute(env))
         if argv[0] == "python":
-            argv[0] = sys.executable     # the venv's interpreter, as honcho finds it on make run's PATH
+            argv[0] = sys.executable     # the venv's interpreter, as make run's supervisord config names it
         log_path = self.workdir / f"{name}-{len(self.procs)}.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,

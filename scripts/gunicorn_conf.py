@@ -28,7 +28,28 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 
 def child_exit(server, worker):
-    """A dead worker's live gauges must not be summed any more (prometheus-client multiprocess mode)."""
+    """Forget a dead worker's live gauges; count a worker that died while the server was serving."""
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
+    # gunicorn gives this hook no exit status. While the arbiter still has its listening sockets it is
+    # not shutting down, and Nexo sets neither max_requests nor reloads: a worker leaving then died
+    # (killed, crashed, timed out) and the arbiter is starting a new one (guarantee 15).
+    if server.LISTENERS:
+        _record_worker_death(server, worker.pid)
+
+
+def _record_worker_death(server, pid: int) -> None:
+    import socket
+
+    import psycopg
+
+    from nexo.processes import repository
+    from nexo.settings import Settings
+
+    try:
+        with psycopg.connect(Settings.from_env().database_url, connect_timeout=2, autocommit=True) as conn:
+            repository.insert_event(conn, socket.gethostname(), "web.worker", "worker_exited", pid,
+                                    "gunicorn replaced a worker that died")
+    except Exception as exc:  # the database is down: the arbiter's own log line is all there is
+        server.log.warning("could not record the death of worker %s: %s", pid, type(exc).__name__)

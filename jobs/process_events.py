@@ -1,0 +1,50 @@
+"""supervisord's event listener (`python -m jobs.process_events`): records process restarts for /ops and /metrics.
+
+Thin entry point (STYLE.md): speak supervisord's event-listener protocol on stdin/stdout, hand each
+event to nexo.processes.listener. Its stdout belongs to the protocol; its log lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+
+from supervisor import childutils
+
+from nexo.db import Database
+from nexo.observability import configure_logging
+from nexo.processes.listener import ProcessEventRecorder
+from nexo.settings import Settings, SettingsError
+
+log = logging.getLogger("jobs.process_events")
+
+
+def start_process(name: str) -> None:
+    """Ask supervisord (over the socket it passes in SUPERVISOR_SERVER_URL) to start a program."""
+    childutils.getRPCInterface(os.environ).supervisor.startProcess(name, False)
+
+
+def main() -> int:
+    """Acknowledge every event, recorded or not: a listener that stops answering stalls supervisord's events."""
+    configure_logging()
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"nexo process_events: configuration error: {exc}", file=sys.stderr)
+        return 2
+    db = Database(settings.database_url, max_size=1, timeout_s=3, name="process_events")
+    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process)
+    while True:
+        headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
+        try:
+            recorder.handle(headers.get("eventname", ""), childutils.get_headers(payload))
+        except Exception:
+            # The database is down, most likely: the line above is in the log; the count misses one.
+            log.exception("could not record %s %s", headers.get("eventname"), payload)
+        childutils.listener.ok(sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
