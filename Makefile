@@ -17,6 +17,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	@bash scripts/ensure_browser.sh
+	@bash scripts/ensure_promtool.sh
 	$(PY) scripts/stack.py test -- $(PYTEST_ARGS)
 
 bench: $(STAMP)

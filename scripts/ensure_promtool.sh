@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The alert-rule tests run Debian's promtool (package prometheus) on deploy/prometheus/. Install it once.
+set -euo pipefail
+if command -v promtool >/dev/null 2>&1; then exit 0; fi
+if [ "$(id -u)" != 0 ]; then
+  echo "[nexo] promtool is missing; install it (apt-get install prometheus) for the alert-rule tests" >&2
+  exit 0
+fi
+echo "[nexo] installing Debian's prometheus (for promtool) for the alert-rule tests"
+apt-get update -qq >/dev/null
+# Only the promtool binary is needed: keep the package's server from being started in a container.
+DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
