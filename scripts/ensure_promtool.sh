@@ -8,5 +8,10 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "[nexo] installing Debian's prometheus (for promtool) for the alert-rule tests"
 apt-get update -qq >/dev/null
-# Only the promtool binary is needed: keep the package's server from being started in a container.
-DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# Only the promtool binary is needed: policy-rc.d keeps the package from starting its server.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
