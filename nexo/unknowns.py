@@ -43,6 +43,8 @@ UNKNOWNS = [
             "Operaciones y el proveedor fiscal", "RELAY_DELIVERY_TIMEOUT_S (5 s, propuesta inicial)",
             "Se usa 5 s como propuesta a validar, configurable."),
     Unknown("OPS-THRESHOLDS", "¿Qué umbral de cada señal operativa es un día malo?",
-            "Operaciones", "tablero /ops",
-            "Se muestran los valores sin umbral ni alerta."),
+            "Operaciones", "tablero /ops, deploy/prometheus/nexo-alerts.yml",
+            "Se muestran los valores sin umbral. Las alertas solo avisan hechos (una entrega fallida sin decidir, "
+            "un proceso que el supervisor dejó de reiniciar, un reinicio); las de antigüedad y cantidad de "
+            "reinicios esperan un umbral registrado y no se disparan hasta entonces."),
 ]
