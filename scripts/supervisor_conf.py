@@ -32,7 +32,7 @@ GROUP = "nexo"
 SANDBOX = ("fiscal", "warehouse")
 STARTSECS = 3           # alive this long = started; a quicker death is a failed start (back-off)
 STARTRETRIES = 5        # failed starts retried after 1, 2, 3, 4, 5 s, then FATAL (then the listener's cool-down)
-STOPWAITSECS = 8        # SIGTERM, then SIGKILL of the whole process group: `make run` stops within 15 s
+STOPWAITSECS = 5       # SIGTERM, then SIGKILL of the whole process group: `make run` stops within 15 s
 LISTENER = "process_events"
 
 
