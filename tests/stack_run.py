@@ -25,7 +25,7 @@ from supervisor.xmlrpc import SupervisorTransport
 
 from tests.helpers import ROOT, free_port
 
-RELAY_KNOBS = {"RELAY_DELIVERY_TIMEOUT_S": "2", "RELAY_LEASE_S": "10", "RELAY_SWEEP_INTERVAL_S": "1",
+RELAY_KNOBS = {"RELAY_DELIVERY_TIMEOUT_S": "3", "RELAY_LEASE_S": "10", "RELAY_SWEEP_INTERVAL_S": "1",
                "RELAY_MAX_ATTEMPTS": "6", "RELAY_BACKOFF_BASE_S": "0.5", "RELAY_BACKOFF_CAP_S": "2"}
 _DROP = ("DATABASE_URL", "REDIS_URL", "FISCAL_URL", "WAREHOUSE_URL", "PROMETHEUS_MULTIPROC_DIR", "SECRET_KEY",
          "PYTEST_CURRENT_TEST")
@@ -56,6 +56,10 @@ class RunningStack:
             # Its own session, like a terminal's foreground job: Ctrl-C is a SIGINT to the whole group.
             self.proc = subprocess.Popen([sys.executable, "scripts/stack.py", "run"], cwd=ROOT, env=env,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.redis_url = None
+
+    def wait_ready(self) -> None:
+        """Wait for the printed URLs, /health 200 and every program RUNNING."""
         printed = wait_for(lambda: self._printed(), 120, "make run printed its URLs")
         self.url, self.fiscal, self.warehouse, self.database_url, self.redis_url = printed
         wait_for(lambda: self.health() == 200, 60, "/health 200 after start")
@@ -113,7 +117,7 @@ class RunningStack:
     def leftovers(self) -> list[str]:
         """Command lines of processes this stack started that are still alive."""
         marker = f"NEXO_DATA_DIR={self.data_dir}".encode()
-        redis_port = self.redis_url.rsplit(":", 1)[1].split("/")[0] if getattr(self, "redis_url", None) else "-"
+        redis_port = self.redis_url.rsplit(":", 1)[1].split("/")[0] if self.redis_url else "-"
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():

