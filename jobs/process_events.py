@@ -6,6 +6,7 @@ event to nexo.processes.listener. Its stdout belongs to the protocol; its log li
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import socket
@@ -15,7 +16,7 @@ from supervisor import childutils
 
 from nexo.db import Database
 from nexo.observability import configure_logging
-from nexo.processes.listener import ProcessEventRecorder
+from nexo.processes.listener import FATAL_COOLDOWN_S, ProcessEventRecorder
 from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.process_events")
@@ -26,8 +27,12 @@ def start_process(name: str) -> None:
     childutils.getRPCInterface(os.environ).supervisor.startProcess(name, False)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Acknowledge every event, recorded or not: a listener that stops answering stalls supervisord's events."""
+    parser = argparse.ArgumentParser(prog="python -m jobs.process_events", description=__doc__)
+    parser.add_argument("--fatal-retry-s", type=float, default=FATAL_COOLDOWN_S, metavar="SECONDS",
+                        help=f"start a FATAL program again after SECONDS (default {FATAL_COOLDOWN_S:g})")
+    args = parser.parse_args(argv)
     configure_logging()
     try:
         settings = Settings.from_env()
@@ -35,7 +40,7 @@ def main() -> int:
         print(f"nexo process_events: configuration error: {exc}", file=sys.stderr)
         return 2
     db = Database(settings.database_url, max_size=1, timeout_s=3, name="process_events")
-    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process)
+    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, cooldown_s=args.fatal_retry_s)
     while True:
         headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
         try:

@@ -1,0 +1,53 @@
+"""A program in a crash loop under a real supervisord: backed off, FATAL, then started again (ADR-012)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_crash_loop_backs_off_goes_fatal_and_is_started_again_by_the_listener(tmp_path, db):
+    config = tmp_path / "supervisord.conf"
+    config.write_text(f"""[supervisord]
+nodaemon=true
+logfile={tmp_path}/supervisord.log
+pidfile={tmp_path}/supervisord.pid
+childlogdir={tmp_path}
+silent=true
+[unix_http_server]
+file={tmp_path}/s.sock
+[rpcinterface:supervisor]
+supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+[program:crashy]
+command={sys.executable} -c "import sys; sys.exit(3)"
+startsecs=1
+startretries=1
+[eventlistener:process_events]
+command={sys.executable} -m jobs.process_events --fatal-retry-s 0.5
+directory={ROOT}
+events=PROCESS_STATE_RUNNING,PROCESS_STATE_EXITED,PROCESS_STATE_BACKOFF,PROCESS_STATE_FATAL
+""")
+    supervisord = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-c", str(config)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with db.reading() as conn:
+                kinds = [r["kind"] for r in conn.execute(
+                    "SELECT kind FROM process_event WHERE program = 'crashy' ORDER BY id").fetchall()]
+            if kinds.count("revived") >= 2:
+                break
+            time.sleep(0.2)
+    finally:
+        supervisord.terminate()
+        supervisord.wait(timeout=15)
+    # Each cycle: quick deaths backed off, then FATAL, then started again after the cool-down.
+    assert kinds[:3] == ["backoff", "backoff", "fatal"], kinds
+    assert kinds.count("revived") >= 2 and kinds.count("fatal") >= 2, kinds
+    assert kinds.index("revived") == 3, kinds
