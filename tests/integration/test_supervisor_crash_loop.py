@@ -36,7 +36,7 @@ events=PROCESS_STATE_RUNNING,PROCESS_STATE_EXITED,PROCESS_STATE_BACKOFF,PROCESS_
 """)
     supervisord = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-c", str(config)], cwd=ROOT)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with db.reading() as conn:
                 kinds = [r["kind"] for r in conn.execute(
