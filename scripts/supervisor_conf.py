@@ -10,7 +10,7 @@ environment of the exporting shell into the file (secrets included), starts each
 look for), and has no place for what supervision needs here: stopasgroup/killasgroup, the crash-loop
 back-off, the event listener that records restarts, and one group so that stopping is concurrent.
 
-Crash loops (ADR-012): a program that dies after STARTSECS of life is restarted at once; one that dies
+Crash loops (ADR-013): a program that dies after STARTSECS of life is restarted at once; one that dies
 sooner is retried after 1, 2, … STARTRETRIES seconds (supervisor's BACKOFF), then supervisor gives up
 (FATAL). A crash loop is often transient (a database that is still starting), so the event listener
 (`python -m jobs.process_events`) starts a FATAL program again after a cool-down: no program stays

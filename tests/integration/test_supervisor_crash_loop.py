@@ -1,4 +1,4 @@
-"""A program in a crash loop under a real supervisord: backed off, FATAL, then started again (ADR-012)."""
+"""A program in a crash loop under a real supervisord: backed off, FATAL, then started again (ADR-013)."""
 
 from __future__ import annotations
 
