@@ -3,7 +3,8 @@
 A fake is a small Flask app in its own process with its own SQLite file. It applies an effect at most
 once per Idempotency-Key (same key and body → the stored answer again; same key, other body → 422),
 and can be told to misbehave the way the seed's test T12 needs: time out before or after applying
-the effect, answer a transient 5xx or a permanent 4xx — for the next N requests or until changed.
+the effect, answer a transient 5xx or a permanent 4xx — for the next N requests or until changed —,
+and answer the ways of sandbox/modes.py (NUL bytes, a dribbled body, endless headers, 20 MB, silence).
 Nothing in nexo/ imports this package: Nexo only ever reaches a fake over HTTP.
 """
 
@@ -20,13 +21,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
-MODES = ("ok", "timeout_before", "timeout_after", "error_5xx", "error_4xx")
-DEFAULT_DELAY_S = 30.0
+from sandbox.modes import EXTRA_MODES, Mode, ModeSwitch, misbehave, parse_mode
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS effect (
     key          TEXT PRIMARY KEY,
@@ -38,15 +38,6 @@ CREATE TABLE IF NOT EXISTS effect (
 );
 CREATE TABLE IF NOT EXISTS counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-
-
-@dataclass
-class Mode:
-    """What the fake does with the next requests; `times` None means until changed."""
-
-    name: str = "ok"
-    times: int | None = None
-    delay_s: float = DEFAULT_DELAY_S
 
 
 class Store:
@@ -124,34 +115,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 1_000_000:06d}Z"
 
 
-class ModeSwitch:
-    """The current failure mode, shared by the server's threads."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._mode = Mode()
-
-    def set(self, mode: Mode) -> None:
-        """Replace the current mode."""
-        with self._lock:
-            self._mode = mode
-
-    def get(self) -> Mode:
-        """The current mode, without consuming it."""
-        with self._lock:
-            return Mode(self._mode.name, self._mode.times, self._mode.delay_s)
-
-    def take(self) -> Mode:
-        """The mode for this request; a counted mode runs out and the fake goes back to ok."""
-        with self._lock:
-            current = Mode(self._mode.name, self._mode.times, self._mode.delay_s)
-            if self._mode.times is not None:
-                self._mode.times -= 1
-                if self._mode.times <= 0:
-                    self._mode = Mode()
-            return current
-
-
 def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[int], dict]) -> Flask:
     """A fake destination app: POST /<resource>, GET /<resource>/<key>, and the /__sandbox endpoints."""
     app = Flask(name)
@@ -173,6 +136,8 @@ def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[i
             return jsonify(error="servicio_no_disponible"), 503
         if mode.name == "error_4xx":
             return jsonify(error="solicitud_rechazada", detail="el destino rechazó el contenido"), 400
+        if mode.name in EXTRA_MODES:
+            return misbehave(mode, lambda: store.apply(key, payload, make_result))
         if mode.name == "timeout_before":
             time.sleep(mode.delay_s)          # the caller gave up long ago; nothing was applied
             return jsonify(error="tiempo_agotado"), 504
@@ -194,23 +159,15 @@ def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[i
 
     @app.get("/__sandbox/mode")
     def show_mode():
-        mode = modes.get()
-        return jsonify(mode=mode.name, times=mode.times, delay_s=mode.delay_s)
+        return jsonify(_describe(modes.get()))
 
     @app.post("/__sandbox/mode")
     def change_mode():
-        body = request.get_json(silent=True) or {}
-        mode = body.get("mode", "ok")
-        times = body.get("times")
-        delay_s = body.get("delay_s", DEFAULT_DELAY_S)
-        if mode not in MODES:
-            return jsonify(error=f"mode must be one of {', '.join(MODES)}"), 400
-        if times is not None and (not isinstance(times, int) or times < 1):
-            return jsonify(error="times must be a positive whole number or omitted"), 400
-        if not isinstance(delay_s, int | float) or delay_s < 0:
-            return jsonify(error="delay_s must be a non-negative number"), 400
-        modes.set(Mode(mode, times, float(delay_s)))
-        return jsonify(mode=mode, times=times, delay_s=float(delay_s))
+        mode = parse_mode(request.get_json(silent=True) or {})
+        if isinstance(mode, str):
+            return jsonify(error=mode), 400
+        modes.set(mode)
+        return jsonify(_describe(mode))
 
     @app.post("/__sandbox/reset")
     def reset():
@@ -223,6 +180,13 @@ def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[i
         return jsonify(status="ok", fake=name)
 
     return app
+
+
+def _describe(mode: Mode) -> dict:
+    described = {"mode": mode.name, "times": mode.times, "delay_s": mode.delay_s}
+    if mode.name in EXTRA_MODES:
+        described.update(interval_s=mode.interval_s, size_bytes=mode.size_bytes, status=mode.status)
+    return described
 
 
 def serve(name: str, resource: str, make_result: Callable[[int], dict]) -> None:

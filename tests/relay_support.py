@@ -58,9 +58,13 @@ class FakeDestinations:
         """Base URL of one fake."""
         return self.urls[dest]
 
-    def set_mode(self, dest: str, mode: str, times: int | None = None, delay_s: float | None = None) -> None:
-        """Make a fake answer the next `times` requests (or all, until changed) in this mode."""
-        body = {"mode": mode}
+    def set_mode(self, dest: str, mode: str, times: int | None = None, delay_s: float | None = None,
+                 **fields) -> None:
+        """Make a fake answer the next `times` requests (or all, until changed) in this mode.
+
+        `fields` are the extra fields of sandbox/modes.py's modes (interval_s, size_bytes, status).
+        """
+        body = {"mode": mode, **fields}
         if times is not None:
             body["times"] = times
         if delay_s is not None:

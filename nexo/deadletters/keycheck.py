@@ -15,6 +15,7 @@ import requests
 from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
+from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def ask_destination(base_url: str | None, destination: str, key: str, timeout_s:
     except requests.RequestException as exc:
         return KeyAnswer(UNKNOWN, detail=f"no se pudo conectar ({type(exc).__name__})")
     if response.status_code == 200:
-        return KeyAnswer(APPLIED, 200, response.text[:500])
+        return KeyAnswer(APPLIED, 200, storable_text(response.text))   # it goes into the audit row
     if response.status_code == 404:
         return KeyAnswer(NOT_APPLIED, 404)
     return KeyAnswer(UNKNOWN, response.status_code, f"respuesta inesperada {response.status_code}")

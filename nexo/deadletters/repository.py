@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nexo import audit
+from nexo.outbox.storable import storable_text
 
 
 def error_signature(destination: str, http_status: int | None, error_class: str | None) -> str:
@@ -17,6 +18,7 @@ def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_er
     Must run in the same transaction that sets outbox_event.status = 'FALLIDO' (guarantee 11): either
     both the failure and its durable record exist, or neither does.
     """
+    last_error = storable_text(last_error)
     row = conn.execute(
         """
         INSERT INTO dead_letter (event_id, destination, attempts, last_error, http_status, error_signature,
@@ -25,7 +27,7 @@ def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_er
                coalesce(min(a.started_at), now()), now()
           FROM delivery_attempt a
          WHERE a.event_id = %(event_id)s
-           AND a.outcome IN ('REINTENTO', 'FALLIDO')
+           AND a.outcome IN ('REINTENTO', 'FALLIDO', 'SIN_RESULTADO')
            -- a replayed event starts a fresh cycle: count from the last dead letter's resolution
            AND a.started_at > coalesce((SELECT max(resolved_at) FROM dead_letter d
                                          WHERE d.event_id = %(event_id)s AND d.destination = %(destination)s),
@@ -39,7 +41,7 @@ def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_er
     audit.append(conn, actor=audit.SYSTEM_ACTOR, action="dead_letter.opened", object_type="dead_letter",
                  object_id=dead_letter_id,
                  details={"event_id": str(event_id), "destination": destination, "attempts": attempts,
-                          "http_status": http_status, "last_error": (last_error or "")[:500]})
+                          "http_status": http_status, "last_error": last_error or ""})
     return dead_letter_id
 
 

@@ -1,6 +1,8 @@
 """HTTP delivery to the destinations (fiscal provider, warehouse) and how to read their answers.
 
 Only the relay calls this, and never while a database transaction is open (ADR-004, guarantee 9).
+Every attempt ends within RELAY_DELIVERY_TIMEOUT_S whatever the destination does (http_client.py),
+and every error it reports is already storable (storable.py).
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ import json
 import time
 from dataclasses import dataclass
 
-import requests
-
+from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient
+from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
 # event destination -> (path on the destination, field of the answer that carries the business effect)
@@ -50,43 +52,59 @@ def classify(status: int) -> str:
     return PERMANENT
 
 
-def deliver(session: requests.Session, settings: Settings, destination: str, event_id, payload: dict) -> DeliveryResult:
-    """POST the payload with Idempotency-Key = event id and the configured timeout; never raises."""
+def deliver(client: HttpClient, settings: Settings, destination: str, event_id, payload: dict) -> DeliveryResult:
+    """POST the payload with Idempotency-Key = event id, ended by the deadline; never raises."""
     url = base_url(settings, destination)
     path, effect_field = ENDPOINTS[destination]
     if not url:
         # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
         return DeliveryResult(TRANSIENT, error=f"{destination.upper()}_URL no está configurada",
                               error_class="NotConfigured")
-    timeout = settings.relay.delivery_timeout_s
     started = time.monotonic()
     try:
-        response = session.post(url.rstrip("/") + path, json=payload, timeout=(timeout, timeout),
-                                allow_redirects=False, headers={"Idempotency-Key": str(event_id)})
-    except requests.RequestException as exc:      # timeout, refused connection, reset: all worth retrying
-        return DeliveryResult(TRANSIENT, error=f"{type(exc).__name__}: {exc}"[:500], error_class=type(exc).__name__,
-                              duration_ms=_ms_since(started))
-    duration_ms = _ms_since(started)
-    kind = classify(response.status_code)
+        answer = client.request("POST", url.rstrip("/") + path, json=payload,
+                                headers={"Idempotency-Key": str(event_id)})
+    except DeadlineExceeded as exc:     # slow connect, endless headers, a dribbled or endless body
+        return _failure(TRANSIENT, "Timeout", str(exc), started)
+    except Exception as exc:
+        # httpx.HTTPError (refused or reset connection, a broken answer) is worth retrying; anything else
+        # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
+        return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, started)
+    return read_answer(answer, effect_field, duration_ms=_ms_since(started))
+
+
+def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> DeliveryResult:
+    """Classify a destination's answer and pick its business effect out of a success."""
+    kind = classify(answer.status)
     if kind != DELIVERED:
-        return DeliveryResult(kind, http_status=response.status_code, duration_ms=duration_ms,
-                              error=f"HTTP {response.status_code}: {_body_excerpt(response)}")
+        return DeliveryResult(kind, http_status=answer.status, duration_ms=duration_ms,
+                              error=storable_text(f"HTTP {answer.status}: {_body_excerpt(answer)}"))
+    if not answer.complete:
+        return DeliveryResult(PERMANENT, http_status=answer.status, duration_ms=duration_ms, error_class="BadAnswer",
+                              error=f"respuesta {answer.status} de más de {len(answer.body)} bytes, sin leer entera")
     try:
-        effect = response.json()[effect_field]
+        effect = json.loads(answer.text())[effect_field]
     except (ValueError, KeyError, TypeError):
         # The destination says it applied something but not what: a person must look (dead letter).
-        return DeliveryResult(PERMANENT, http_status=response.status_code, duration_ms=duration_ms,
-                              error=f"respuesta {response.status_code} sin '{effect_field}'", error_class="BadAnswer")
-    return DeliveryResult(DELIVERED, http_status=response.status_code, effect=str(effect), duration_ms=duration_ms)
+        return DeliveryResult(PERMANENT, http_status=answer.status, duration_ms=duration_ms,
+                              error=f"respuesta {answer.status} sin '{effect_field}'", error_class="BadAnswer")
+    return DeliveryResult(DELIVERED, http_status=answer.status, effect=storable_text(str(effect)),
+                          duration_ms=duration_ms)
 
 
-def _body_excerpt(response: requests.Response, limit: int = 300) -> str:
+def _failure(kind: str, error_class: str, message: str, started: float) -> DeliveryResult:
+    return DeliveryResult(kind, error=storable_text(f"{error_class}: {message}"), error_class=error_class,
+                          duration_ms=_ms_since(started))
+
+
+def _body_excerpt(answer: Answer, limit: int = 300) -> str:
     # A JSON error body is re-written without \uXXXX escapes, so the admin reads "rechazó", not "rechaz\u00f3".
+    text = answer.text()
     try:
-        text = json.dumps(response.json(), ensure_ascii=False)
+        text = json.dumps(json.loads(text), ensure_ascii=False)
     except ValueError:
-        text = response.text
-    return text[:limit]
+        pass
+    return storable_text(text, limit)
 
 
 def _ms_since(started: float) -> int:

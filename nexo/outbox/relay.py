@@ -8,6 +8,9 @@ Three steps, and never a network call inside a transaction:
    lease expired and was taken over records only its own attempt, as DESCARTADO_POR_LEASE.
 At-least-once: a worker killed between 1 and 3 leaves a lease that expires; the sweeper or another
 worker claims the event again and the destination deduplicates by Idempotency-Key.
+Every attempt ends, every event ends (issue 11, ADR-012): step 2 has a wall-clock deadline, step 1
+already counted the attempt, and an event whose cycle spent its attempts without an outcome being
+written is failed by fail_spent instead of being claimed again.
 """
 
 from __future__ import annotations
@@ -18,29 +21,29 @@ import socket
 import time
 from dataclasses import dataclass
 
-import requests
-
 from nexo.db import Database
 from nexo.deadletters.repository import open_dead_letter
 from nexo.observability import bind_request_id
 from nexo.outbox import destinations
 from nexo.outbox import repository as repo
+from nexo.outbox.http_client import HttpClient
 from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
 
 # delivery_attempt.outcome values (migration 0003)
 ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
+SIN_RESULTADO = "SIN_RESULTADO"   # migration 0065: the attempt ended (killed, unwritable) without an outcome
 NOTHING = "NADA"       # the event was not due, already delivered, or claimed by someone else
 
 
 @dataclass
 class RelayContext:
-    """What a relay process needs: settings, its own pool and HTTP session, and a name for attempt rows."""
+    """What a relay process needs: settings, its own pool and HTTP client, and a name for attempt rows."""
 
     settings: Settings
     db: Database
-    http: requests.Session
+    http: HttpClient
     worker: str
 
 
@@ -55,7 +58,7 @@ def context(role: str = "worker") -> RelayContext:
         _context = RelayContext(
             settings=settings,
             db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
-            http=requests.Session(),
+            http=HttpClient(settings.relay.delivery_timeout_s),
             worker=f"{role}@{socket.gethostname()}:{os.getpid()}")
     return _context
 
@@ -92,8 +95,10 @@ def deliver_events(ctx: RelayContext, event_ids: list) -> list[str]:
 
 def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1) -> list[str]:
     """Claim up to `limit` due events (only `ids` when given), deliver each and record its outcome."""
+    cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:
-        claimed = repo.claim_due(tx.conn, lease_s=ctx.settings.relay.lease_s, worker=ctx.worker, limit=limit, ids=ids)
+        claimed = repo.claim_due(tx.conn, lease_s=cadence.lease_s, worker=ctx.worker, limit=limit, ids=ids,
+                                 max_attempts=cadence.max_attempts)
         tx.commit()
     outcomes = []
     for event in claimed:     # the claim transaction is closed: the HTTP calls below hold no database lock
@@ -141,6 +146,38 @@ def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) 
     log.info("event %s (%s) attempt %d: %s%s", event["id"], event["destination"], event["attempts"], outcome,
              f" ({error})" if error else "")
     return outcome
+
+
+def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
+    """FALLIDO, with its dead letter, for each event whose cycle spent its attempts without an outcome.
+
+    The claim counts an attempt before the POST, so an attempt that never recorded how it ended (worker
+    or job killed, recording failed) has been counted all the same; once the cycle's last one is gone
+    and its lease expired, nobody will deliver the event again: a person decides (issue 11, ADR-012).
+    """
+    cadence = ctx.settings.relay
+    with ctx.db.transaction() as tx:
+        spent = repo.lock_spent(tx.conn, max_attempts=cadence.max_attempts, limit=limit)
+        for event in spent:
+            error = _spent_error(event)
+            repo.close_open_attempts(tx.conn, event["id"], outcome=SIN_RESULTADO,
+                                     error="el intento terminó sin que se registrara su resultado")
+            repo.mark_spent(tx.conn, event["id"], error=error)
+            open_dead_letter(tx.conn, event_id=event["id"], destination=event["destination"],
+                             attempts=event["attempts"], last_error=error, http_status=None,
+                             error_class="NoOutcome" if event["last_open"] else "MaxAttempts")
+        tx.commit()
+    for event in spent:
+        log.warning("event %s (%s): FALLIDO, %s", event["id"], event["destination"], _spent_error(event))
+    return len(spent)
+
+
+def _spent_error(event: dict) -> str:
+    if event["last_open"]:
+        return (f"agotados {event['cycle_attempts']} intentos; el último terminó sin registrar resultado"
+                " (proceso o tarea detenidos, o el resultado no se pudo escribir)")
+    # RELAY_MAX_ATTEMPTS was lowered after the last retry was recorded.
+    return f"agotados {event['cycle_attempts']} intentos; último error: {event['last_error']}"
 
 
 def _apply_effect(conn, event: dict, effect: str) -> None:

@@ -6,6 +6,8 @@ import uuid
 
 from psycopg.types.json import Jsonb
 
+from nexo.outbox.storable import storable_text
+
 # Each event type has exactly one destination (the fake or, one day, the real provider).
 DESTINATIONS = {
     "order.handoff_requested": "warehouse",
@@ -35,6 +37,8 @@ WITH claimed AS (
                    WHERE status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
+                     -- a cycle that has spent its attempts is failed (fail_spent), never tried again
+                     AND attempts - cycle_started_attempts < %(max_attempts)s
                      AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
                    ORDER BY next_attempt_at
                    LIMIT %(limit)s
@@ -50,23 +54,63 @@ SELECT claimed.*, attempt.attempt_id FROM claimed JOIN attempt ON attempt.event_
 """
 
 
-def claim_due(conn, *, lease_s: float, worker: str, limit: int = 1, ids=None) -> list[dict]:
+def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None) -> list[dict]:
     """Lease up to `limit` due PENDIENTE events (optionally only these ids) and open their attempt rows.
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
-    other; a fresh claim_token fences whatever a previous, expired claimant may still write.
+    other; a fresh claim_token fences whatever a previous, expired claimant may still write. The
+    attempt is counted here, before any network call, so however it ends it has been counted (issue 11).
     """
-    return conn.execute(CLAIM_SQL, {"lease_s": lease_s, "worker": worker, "limit": limit,
+    return conn.execute(CLAIM_SQL, {"lease_s": lease_s, "worker": worker, "limit": limit, "max_attempts": max_attempts,
                                     "ids": [str(i) for i in ids] if ids is not None else None}).fetchall()
 
 
-def due_event_ids(conn, *, limit: int, grace_s: float = 0.0) -> list[dict]:
-    """Due PENDIENTE events nobody holds a live lease on (the sweeper's look-up; it locks nothing)."""
+def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[dict]:
+    """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
         "SELECT id, request_id FROM outbox_event"
         " WHERE status = 'PENDIENTE' AND next_attempt_at <= now() - make_interval(secs => %s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
-        " ORDER BY next_attempt_at LIMIT %s", [grace_s, limit]).fetchall()
+        "   AND attempts - cycle_started_attempts < %s"
+        " ORDER BY next_attempt_at LIMIT %s", [grace_s, max_attempts, limit]).fetchall()
+
+
+def lock_spent(conn, *, max_attempts: int, limit: int) -> list[dict]:
+    """Lock PENDIENTE events whose cycle used every attempt and whose last lease expired (issue 11).
+
+    Such an event's last attempt ended without an outcome being written: its worker or job was killed,
+    or recording it failed. `last_open` says whether that last attempt row is still unfinished.
+    """
+    return conn.execute(
+        """
+        SELECT e.id, e.destination, e.attempts, e.attempts - e.cycle_started_attempts AS cycle_attempts,
+               e.last_error,
+               (SELECT a.finished_at IS NULL FROM delivery_attempt a
+                 WHERE a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
+          FROM outbox_event e
+         WHERE e.status = 'PENDIENTE'
+           AND e.attempts - e.cycle_started_attempts >= %s
+           AND (e.locked_until IS NULL OR e.locked_until < now())
+         ORDER BY e.next_attempt_at
+         LIMIT %s
+           FOR UPDATE OF e SKIP LOCKED
+        """, [max_attempts, limit]).fetchall()
+
+
+def mark_spent(conn, event_id, *, error: str) -> dict | None:
+    """FALLIDO for an event locked by lock_spent (the caller opens the dead letter); None if it moved on."""
+    return conn.execute(
+        "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
+        " WHERE id = %s AND status = 'PENDIENTE'"
+        " RETURNING id, aggregate_id, destination, attempts", [storable_text(error), event_id]).fetchone()
+
+
+def close_open_attempts(conn, event_id, *, outcome: str, error: str) -> int:
+    """Close the attempt rows of an event that never recorded how they ended; return how many."""
+    return conn.execute(
+        "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
+        " duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::integer"
+        " WHERE event_id = %s AND finished_at IS NULL", [outcome, storable_text(error), event_id]).rowcount
 
 
 def mark_delivered(conn, event_id, claim_token) -> dict | None:
@@ -82,7 +126,8 @@ def mark_retry(conn, event_id, claim_token, *, delay_s: float, error: str) -> di
     return conn.execute(
         "UPDATE outbox_event SET next_attempt_at = now() + make_interval(secs => %s), locked_until = NULL,"
         " last_error = %s WHERE id = %s AND claim_token = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts", [delay_s, error, event_id, claim_token]).fetchone()
+        " RETURNING id, aggregate_id, destination, attempts",
+        [delay_s, storable_text(error), event_id, claim_token]).fetchone()
 
 
 def mark_failed(conn, event_id, claim_token, *, error: str) -> dict | None:
@@ -90,7 +135,7 @@ def mark_failed(conn, event_id, claim_token, *, error: str) -> dict | None:
     return conn.execute(
         "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
         " WHERE id = %s AND claim_token = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts", [error, event_id, claim_token]).fetchone()
+        " RETURNING id, aggregate_id, destination, attempts", [storable_text(error), event_id, claim_token]).fetchone()
 
 
 def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | None, error: str | None,
@@ -98,7 +143,7 @@ def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | Non
     """Write how one delivery attempt ended."""
     conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, http_status = %s, error = %s,"
-        " duration_ms = %s WHERE id = %s", [outcome, http_status, error, duration_ms, attempt_id])
+        " duration_ms = %s WHERE id = %s", [outcome, http_status, storable_text(error), duration_ms, attempt_id])
 
 
 def record_invoice(conn, order_id, invoice_number: str) -> None:

@@ -1,10 +1,13 @@
-"""The relay's safety net: find due PENDIENTE events and get them delivered (guarantee 9, ADR-004).
+"""The relay's safety net: find due PENDIENTE events and get them delivered (guarantee 9, ADR-004, ADR-012).
 
 Due events are those whose wake-up was lost (Redis down when the order committed), whose backoff
-expired, or whose lease expired because a worker died mid-delivery. With Redis up the sweeper sends
-them a wake-up job (unless one is already waiting); with Redis down it delivers them itself, one claim
-at a time, so losing Redis only delays events. Any number of sweepers and workers may run together:
-claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token.
+expired, or whose lease expired because a worker died mid-delivery. Each sweep, in this order:
+1. fails the events whose cycle spent its attempts without an outcome (relay.fail_spent);
+2. sends a wake-up job for each due event that no queued job covers;
+3. delivers, itself, the due events whose wake-up has waited in the queue longer than a lease (no
+   worker alive, or none free), and withdraws those jobs; with Redis down it delivers every due event.
+So losing Redis, or every worker, only delays events. Any number of sweepers and workers may run
+together: claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import redis
 
@@ -33,37 +37,56 @@ class SweepResult:
     due: int = 0
     enqueued: int = 0
     delivered_here: int = 0
+    failed: int = 0
 
 
 def sweep_once(ctx: relay.RelayContext, connection: redis.Redis) -> SweepResult:
-    """One pass: enqueue wake-ups for due events, or deliver them here when Redis does not answer."""
-    grace = min(WAKEUP_GRACE_S, ctx.settings.relay.sweep_interval_s)
+    """One pass: fail spent events, wake up due ones, deliver here what no worker picked up in time."""
+    cadence = ctx.settings.relay
+    failed = relay.fail_spent(ctx)
+    grace = min(WAKEUP_GRACE_S, cadence.sweep_interval_s)
     with ctx.db.reading() as conn:
-        due = repo.due_event_ids(conn, limit=BATCH, grace_s=grace)
+        due = {str(r["id"]): r["request_id"] for r in repo.due_event_ids(
+            conn, limit=BATCH, max_attempts=cadence.max_attempts, grace_s=grace)}
     if not due:
-        return SweepResult()
+        return SweepResult(failed=failed)
     try:
-        missing = set(wakeup.without_queued_wakeup(connection, [str(r["id"]) for r in due]))
-        events = [(str(r["id"]), r["request_id"]) for r in due if str(r["id"]) in missing]
-        enqueued = wakeup.enqueue(connection, ctx.settings, events)
-        if enqueued:
-            log.info("sweep: %d due event(s), %d wake-up(s) sent", len(due), enqueued)
-        return SweepResult(due=len(due), enqueued=enqueued)
+        waiting = wakeup.queued_wakeups(connection)
+        stale_before = datetime.now(UTC) - timedelta(seconds=cadence.lease_s)
+        stale = [w for w in waiting if w.enqueued_at < stale_before]
+        fresh = {e for w in waiting if w.enqueued_at >= stale_before for e in w.event_ids}
+        stuck = [e for e in due if e not in fresh and any(e in w.event_ids for w in stale)]
+        enqueued = wakeup.enqueue(connection, ctx.settings, [(e, due[e]) for e in due
+                                                             if e not in fresh and e not in stuck])
+        if stale:
+            wakeup.withdraw(connection, stale)
     except redis.RedisError as exc:
         log.warning("sweep: Redis unavailable (%s); delivering %d due event(s) here", type(exc).__name__, len(due))
-        return SweepResult(due=len(due), delivered_here=deliver_here(ctx, budget_s=ctx.settings.relay.lease_s))
+        return SweepResult(due=len(due), failed=failed,
+                           delivered_here=deliver_here(ctx, budget_s=cadence.lease_s))
+    if enqueued:
+        log.info("sweep: %d due event(s), %d wake-up(s) sent", len(due), enqueued)
+    delivered = 0
+    if stuck:
+        # Nobody took these wake-ups within a lease: no worker is alive, or none is free (issue 11).
+        log.warning("sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
+                    len(stale), cadence.lease_s, len(stuck))
+        delivered = deliver_here(ctx, ids=stuck, budget_s=cadence.lease_s)
+    return SweepResult(due=len(due), enqueued=enqueued, delivered_here=delivered, failed=failed)
 
 
-def deliver_here(ctx: relay.RelayContext, *, budget_s: float) -> int:
-    """Deliver due events from this process, one claim at a time, for at most about budget_s seconds."""
+def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float) -> int:
+    """Deliver due events (only `ids` when given) from this process, one claim at a time, for about budget_s."""
     # One event per claim: a batch claimed at once would see its last leases expire while the first
     # deliveries are still running, and other sweepers would send those events a second time.
     delivered, deadline = 0, time.monotonic() + budget_s
-    while time.monotonic() < deadline:
-        outcomes = relay.deliver_due(ctx, limit=1)
-        if not outcomes:
-            break
-        delivered += 1
+    todo = list(ids) if ids is not None else None
+    while time.monotonic() < deadline and todo != []:
+        only = {"ids": [todo.pop(0)]} if todo is not None else {}
+        outcomes = relay.deliver_due(ctx, limit=1, **only)
+        if not outcomes and todo is None:
+            break           # nothing due is left
+        delivered += len(outcomes)
     return delivered
 
 

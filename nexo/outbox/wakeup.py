@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import redis
 from rq import Queue
@@ -73,14 +75,38 @@ def _batches(events: list[tuple[str, str | None]]):
             yield request_id, ids[start:start + EVENTS_PER_JOB]
 
 
-def without_queued_wakeup(connection: redis.Redis, event_ids: list) -> list:
-    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
+@dataclass(frozen=True)
+class QueuedWakeup:
+    """A wake-up job still waiting in the queue: which events it covers and since when it waits."""
+
+    job: Job
+    enqueued_at: datetime
+    event_ids: frozenset[str]
+
+
+def queued_wakeups(connection: redis.Redis) -> list[QueuedWakeup]:
+    """The wake-up jobs still waiting for a worker (raises redis errors)."""
     queue = Queue(queue_name(), connection=connection)
-    covered: set[str] = set()
+    waiting = []
     for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
         if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
-            covered.update(str(e) for e in job.args[0])
+            enqueued_at = job.enqueued_at or datetime.now(UTC)
+            waiting.append(QueuedWakeup(job, enqueued_at, frozenset(str(e) for e in job.args[0])))
+    return waiting
+
+
+def without_queued_wakeup(connection: redis.Redis, event_ids: list) -> list:
+    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
+    covered = {e for wakeup in queued_wakeups(connection) for e in wakeup.event_ids}
     return [e for e in event_ids if str(e) not in covered]
+
+
+def withdraw(connection: redis.Redis, wakeups: list[QueuedWakeup]) -> None:
+    """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11)."""
+    with connection.pipeline() as pipeline:
+        for wakeup in wakeups:
+            wakeup.job.delete(pipeline=pipeline)
+        pipeline.execute()
 
 
 _fallback: tuple[int, redis.Redis, Settings] | None = None

@@ -24,21 +24,21 @@ def test_an_orders_two_events_share_one_job(redis_client):
 
 def test_a_batch_job_stops_claiming_before_its_timeout_could_cut_a_delivery_short(db, fakes):
     """A slow destination: the job delivers what fits in its time budget and leaves the rest unclaimed."""
-    import requests
-
     from nexo.db import Database
     from nexo.outbox import relay
+    from nexo.outbox.http_client import HttpClient
     from tests.relay_fixtures import event_rows, insert_confirmed_orders
 
     settings = relay_settings()       # delivery timeout 1 s, job timeout 2 s: room to start one delivery
     fakes.set_mode("fiscal", "timeout_before", delay_s=3)
     orders = insert_confirmed_orders(db, 3)
     ctx = relay.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
-                             http=requests.Session(), worker="test@budget")
+                             http=HttpClient(settings.relay.delivery_timeout_s), worker="test@budget")
     try:
         outcomes = relay.deliver_events(ctx, [o.fiscal_event_id for o in orders])
     finally:
         ctx.db.close()
+        ctx.http.close()
     assert outcomes == [relay.REINTENTO]
     rows = event_rows(db, [o.fiscal_event_id for o in orders])
     untouched = [r for r in rows.values() if r["attempts"] == 0 and r["claim_token"] is None]

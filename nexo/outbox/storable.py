@@ -1,0 +1,26 @@
+"""Text from outside (a destination's body, an exception message) made fit to write in Postgres (issue 11).
+
+Postgres refuses NUL in text and jsonb: one NUL in a destination's error body once made recording an
+outcome raise, again and again, so the event was never failed (issue 11). Every write of such text
+goes through storable_text first: control characters out, length capped.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+ERROR_TEXT_LIMIT = 500     # characters of an error kept on an attempt, an event or a dead letter
+_WHITESPACE = {"\t": " ", "\n": " ", "\r": " "}
+
+
+def storable_text(text: str | None, limit: int = ERROR_TEXT_LIMIT) -> str | None:
+    """Text without NUL, control characters or lone surrogates, at most `limit` characters (ending in …)."""
+    if text is None:
+        return None
+    # Cc: C0/C1 controls, NUL and DEL included; Cs: surrogates, which no UTF-8 encoder accepts.
+    # Tabs and line breaks become spaces, so an excerpt still reads as words.
+    cleaned = "".join(_WHITESPACE.get(ch, ch) for ch in text[:limit * 8]
+                      if ch in _WHITESPACE or unicodedata.category(ch) not in ("Cc", "Cs"))
+    if len(cleaned) > limit:
+        cleaned = cleaned[:limit - 1] + "…"
+    return cleaned
