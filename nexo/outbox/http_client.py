@@ -1,4 +1,4 @@
-"""HTTP calls with a wall-clock deadline and a byte cap, whatever the other side does (issue 11, ADR-012).
+"""HTTP calls with a wall-clock deadline and a byte cap, whatever the other side does (issue 11, ADR-014).
 
 `requests`' timeout=(connect, read) bounds each socket read, not the call: a destination that dribbles
 one byte per second, or never finishes its headers, held a relay worker until RQ killed the job, and

@@ -8,7 +8,7 @@ Three steps, and never a network call inside a transaction:
    lease expired and was taken over records only its own attempt, as DESCARTADO_POR_LEASE.
 At-least-once: a worker killed between 1 and 3 leaves a lease that expires; the sweeper or another
 worker claims the event again and the destination deduplicates by Idempotency-Key.
-Every attempt ends, every event ends (issue 11, ADR-012): step 2 has a wall-clock deadline, step 1
+Every attempt ends, every event ends (issue 11, ADR-014): step 2 has a wall-clock deadline, step 1
 already counted the attempt, and an event whose cycle spent its attempts without an outcome being
 written is failed by fail_spent instead of being claimed again.
 """
@@ -153,7 +153,7 @@ def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
 
     The claim counts an attempt before the POST, so an attempt that never recorded how it ended (worker
     or job killed, recording failed) has been counted all the same; once the cycle's last one is gone
-    and its lease expired, nobody will deliver the event again: a person decides (issue 11, ADR-012).
+    and its lease expired, nobody will deliver the event again: a person decides (issue 11, ADR-014).
     """
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:

@@ -1,4 +1,4 @@
-"""The relay's safety net: find due PENDIENTE events and get them delivered (guarantee 9, ADR-004, ADR-012).
+"""The relay's safety net: find due PENDIENTE events and get them delivered (guarantee 9, ADR-004, ADR-014).
 
 Due events are those whose wake-up was lost (Redis down when the order committed), whose backoff
 expired, or whose lease expired because a worker died mid-delivery. Each sweep, in this order:
