@@ -2,8 +2,9 @@
 
 A fake is a small Flask app in its own process with its own SQLite file. It applies an effect at most
 once per Idempotency-Key (same key and body → the stored answer again; same key, other body → 422),
-and can be told to misbehave the way the seed's test T12 needs: time out before or after applying
-the effect, answer a transient 5xx or a permanent 4xx — for the next N requests or until changed —,
+and can be told to misbehave the way the provider-down scenario (ADR-008) needs: time out before or
+after applying the effect, answer a transient 5xx or a permanent 4xx — for the next N requests or
+until changed —,
 and answer the ways of sandbox/modes.py (NUL bytes, a dribbled body, endless headers, 20 MB, silence).
 Nothing in nexo/ imports this package: Nexo only ever reaches a fake over HTTP.
 """

@@ -64,7 +64,7 @@ def context(role: str = "worker") -> RelayContext:
 
 
 def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
-    """Seconds before the next try after `attempts` tries: LEAST(cap, base × 2^attempts) (the seed's formula)."""
+    """Seconds before the next try after `attempts` tries: LEAST(cap, base × 2^attempts) (ADR-008)."""
     return min(cap_s, base_s * 2 ** min(attempts, 62))
 
 

@@ -1,4 +1,7 @@
-"""After a commit, wake the relay so new events go out at once: one RQ job per event.
+"""After a commit, wake the relay so new events go out at once: one RQ job per batch of events.
+
+A job carries up to EVENTS_PER_JOB event ids (an order's two, or a chunk of a sweep's backlog); the
+worker still claims, delivers and records each event on its own (ADR-008).
 
 The job is only a wake-up (guarantee 9): RQ does not re-run a job whose worker was killed, and Redis may
 be down. The lease and the sweeper are what deliver every event (ADR-004), so losing a wake-up only
