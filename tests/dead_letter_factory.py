@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from nexo.deadletters.repository import open_dead_letter
+from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.repository import add_event
 
 EVENT_TYPES = {"fiscal": "billing.intent_recorded", "warehouse": "order.handoff_requested"}

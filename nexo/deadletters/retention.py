@@ -16,6 +16,7 @@ from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
 from nexo.deadletters.queries import DESTINATIONS
+from nexo.outbox import repository as outbox
 from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def purge_delivered_events(db: Database, *, destination: str, older_than_days: i
     """Delete one destination's ENTREGADO outbox events delivered more than older_than_days ago."""
     _require_days(older_than_days, "older_than_days")
     return _purge_in_batches(
-        db, lambda conn, dest, days, n: repository.purge_delivered_events(
+        db, lambda conn, dest, days, n: outbox.purge_delivered_events(
             conn, destination=dest, older_than_days=days, batch=n),
         object_type="outbox_event", destination=destination, days=older_than_days, batch=batch)
 

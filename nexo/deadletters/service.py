@@ -16,6 +16,7 @@ from typing import ClassVar
 from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import queries, repository
+from nexo.outbox import repository as outbox
 from nexo.outbox.wakeup import request_delivery
 
 log = logging.getLogger(__name__)
@@ -198,7 +199,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
                                          status="resolved", actor=actor, note=note or None)
         if row is None:
             return _conflict(tx.conn, dead_letter_id)
-        if repository.requeue_events(tx.conn, event_ids=[row["event_id"]], destination=row["destination"]) != 1:
+        if outbox.requeue_events(tx.conn, event_ids=[row["event_id"]], destination=row["destination"]) != 1:
             # A pending dead letter whose event is not FALLIDO breaks the invariant the relay keeps;
             # refuse (rolled back) rather than resolve something that was not replayed.
             log.error("dead letter %s is pending but its event %s is not FALLIDO", dead_letter_id, row["event_id"])
@@ -258,7 +259,7 @@ def act_on_group(db: Database, *, action: str, destination: str, ids: list[int],
         rows = repository.resolve_pending_many(tx.conn, dead_letter_ids=ids, destination=destination,
                                                status=status, actor=actor, note=note or None)
         event_ids = [r["event_id"] for r in rows]
-        if action == "replay" and repository.requeue_events(tx.conn, event_ids=event_ids,
+        if action == "replay" and outbox.requeue_events(tx.conn, event_ids=event_ids,
                                                             destination=destination) != len(rows):
             log.error("group replay refused: some pending dead letters had events not in FALLIDO")
             return GroupChanged(skipped=len(ids))

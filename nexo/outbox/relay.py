@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 
 from nexo.db import Database
-from nexo.deadletters.repository import open_dead_letter
 from nexo.observability import bind_request_id
 from nexo.outbox import destinations
 from nexo.outbox import repository as repo
+from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.http_client import HttpClient
 from nexo.settings import Settings
 

@@ -155,3 +155,54 @@ def record_invoice(conn, order_id, invoice_number: str) -> None:
 def record_handoff(conn, order_id, ticket: str) -> None:
     """The warehouse's effect on the order: the preparation ticket Sergio works from."""
     conn.execute("UPDATE orders SET handoff_ticket = %s WHERE id = %s", [ticket, order_id])
+
+
+# --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
+
+def requeue_events(conn, *, event_ids: list, destination: str) -> int:
+    """Put FALLIDO events of one destination back to PENDIENTE, due now, with no lease; return how many.
+
+    `attempts` and the delivery_attempt rows are left as they are: attempts counts every try
+    (CONTRACT.md) and the history of the failed cycle stays readable on the detail page. The relay's
+    budget and backoff restart, though: the event gets a fresh cycle of RELAY_MAX_ATTEMPTS tries.
+    """
+    return conn.execute(
+        """
+        UPDATE outbox_event
+           SET status = 'PENDIENTE', next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
+               cycle_started_attempts = attempts
+         WHERE id = ANY(%s) AND destination = %s AND status = 'FALLIDO'
+        """,
+        [list(event_ids), destination],
+    ).rowcount
+
+
+def _check_days(days: int) -> None:
+    # ADR-021 MVP-3: 0 or a negative number would turn "older than N days" into "everything".
+    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
+        raise ValueError(f"retention needs a whole number of days, at least 1 (got {days!r})")
+
+
+def purge_delivered_events(conn, *, destination: str, older_than_days: int, batch: int = 1000) -> list:
+    """Delete up to `batch` ENTREGADO events of one destination delivered over older_than_days ago; return their ids.
+
+    Events that still have a dead-letter row are skipped: deleting them would cascade to a resolved
+    dead letter still inside its grace. They go once the dead-letter purge has removed those rows.
+    Their delivery attempts go with them (ON DELETE CASCADE); the audit log keeps its rows.
+    """
+    _check_days(older_than_days)
+    rows = conn.execute(
+        """
+        DELETE FROM outbox_event
+         WHERE id IN (SELECT e.id FROM outbox_event e
+                       WHERE e.destination = %(destination)s
+                         AND e.status = 'ENTREGADO'
+                         AND e.delivered_at < now() - make_interval(days => %(days)s)
+                         AND NOT EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id)
+                       ORDER BY e.delivered_at
+                       LIMIT %(batch)s)
+        RETURNING id
+        """,
+        {"destination": destination, "days": older_than_days, "batch": batch},
+    ).fetchall()
+    return [r["id"] for r in rows]

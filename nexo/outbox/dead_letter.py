@@ -1,0 +1,50 @@
+"""Opening a dead letter: the durable half of an event's failure (guarantee 11, ADR-010).
+
+Part of the outbox because an event never reaches FALLIDO without it: the relay calls it in the very
+transaction that sets the status. Everything a person does next (list, replay, discard, purge) is
+nexo/deadletters/.
+"""
+
+from __future__ import annotations
+
+from nexo import audit
+from nexo.outbox.storable import storable_text
+
+
+def error_signature(destination: str, http_status: int | None, error_class: str | None) -> str:
+    """Group key for similar failures: destination plus HTTP status, or the error class when there was none."""
+    return f"{destination}:{http_status if http_status is not None else (error_class or 'desconocido')}"
+
+
+def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_error: str | None,
+                     http_status: int | None, error_class: str | None) -> int:
+    """Record that an event reached FALLIDO, with its audit row, in the caller's transaction.
+
+    Must run in the same transaction that sets outbox_event.status = 'FALLIDO' (guarantee 11): either
+    both the failure and its durable record exist, or neither does.
+    """
+    last_error = storable_text(last_error)
+    row = conn.execute(
+        """
+        INSERT INTO dead_letter (event_id, destination, attempts, last_error, http_status, error_signature,
+                                 first_failed_at, last_failed_at)
+        SELECT %(event_id)s, %(destination)s, %(attempts)s, %(last_error)s, %(http_status)s, %(signature)s,
+               coalesce(min(a.started_at), now()), now()
+          FROM delivery_attempt a
+         WHERE a.event_id = %(event_id)s
+           AND a.outcome IN ('REINTENTO', 'FALLIDO', 'SIN_RESULTADO')
+           -- a replayed event starts a fresh cycle: count from the last dead letter's resolution
+           AND a.started_at > coalesce((SELECT max(resolved_at) FROM dead_letter d
+                                         WHERE d.event_id = %(event_id)s AND d.destination = %(destination)s),
+                                       '-infinity')
+        RETURNING id
+        """,
+        {"event_id": event_id, "destination": destination, "attempts": attempts, "last_error": last_error,
+         "http_status": http_status, "signature": error_signature(destination, http_status, error_class)},
+    ).fetchone()
+    dead_letter_id = row["id"]
+    audit.append(conn, actor=audit.SYSTEM_ACTOR, action="dead_letter.opened", object_type="dead_letter",
+                 object_id=dead_letter_id,
+                 details={"event_id": str(event_id), "destination": destination, "attempts": attempts,
+                          "http_status": http_status, "last_error": last_error or ""})
+    return dead_letter_id
