@@ -11,8 +11,9 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional, ValidationError
 
 from nexo.deadletters.queries import DESTINATIONS, STATUSES
+from nexo.outbox.registry import LABELS
 
-DESTINATION_LABELS = dict(zip(DESTINATIONS, ("Fiscal (facturación)", "Depósito (preparación)"), strict=True))
+DESTINATION_LABELS = {name: LABELS[name] for name in DESTINATIONS}
 STATUS_LABELS = dict(zip(STATUSES, ("Pendiente", "Reprocesada", "Descartada"), strict=True))
 REASON_MAX = 1000
 

@@ -15,14 +15,13 @@ import requests
 from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
+from nexo.outbox.registry import DESTINATIONS
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
 
 APPLIED, NOT_APPLIED, UNKNOWN = "applied", "not_applied", "unknown"
-# Where each destination answers "did you apply this key?" (CONTRACT.md, sandboxed fakes).
-LOOKUP_PATHS = {"fiscal": "/invoices/{key}", "warehouse": "/handoffs/{key}"}
 
 
 @dataclass(frozen=True)
@@ -34,15 +33,12 @@ class KeyAnswer:
     detail: str = ""
 
 
-def _base_url(settings: Settings, destination: str) -> str | None:
-    return {"fiscal": settings.fiscal_url, "warehouse": settings.warehouse_url}.get(destination)
-
-
 def ask_destination(base_url: str | None, destination: str, key: str, timeout_s: float) -> KeyAnswer:
     """One GET to the destination's lookup route; never raises (a failure is an 'unknown' answer)."""
     if not base_url:
         return KeyAnswer(UNKNOWN, detail="el destino no tiene URL configurada")
-    url = base_url.rstrip("/") + LOOKUP_PATHS[destination].format(key=key)
+    # Where the destination answers "did you apply this key?" is in its registry entry (CONTRACT.md).
+    url = DESTINATIONS[destination].lookup_url(base_url, key)
     try:
         response = requests.get(url, timeout=timeout_s, allow_redirects=False,
                                 headers={"Accept": "application/json"})
@@ -64,7 +60,7 @@ def check_key(db: Database, settings: Settings, dead_letter_id: int, actor: str)
     if state is None:
         return None
     # The transaction above is closed: the HTTP call below may take the whole timeout (ADR-004).
-    answer = ask_destination(_base_url(settings, state["destination"]), state["destination"],
+    answer = ask_destination(DESTINATIONS[state["destination"]].base_url(settings), state["destination"],
                              str(state["event_id"]), settings.relay.delivery_timeout_s)
     with db.transaction() as tx:
         audit.append(tx.conn, actor=actor, action="dead_letter.key_checked", object_type="dead_letter",

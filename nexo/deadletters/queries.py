@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-DESTINATIONS = ("fiscal", "warehouse")
+from nexo.outbox.registry import NAMES
+
+DESTINATIONS = NAMES       # every query names its destinations (ADR-010); the list is the outbox's
 STATUSES = ("pending", "resolved", "discarded")
 
 

@@ -6,9 +6,9 @@ that ended 23 hours ago, index 23 the hour that is ending now.
 
 from __future__ import annotations
 
-from nexo.outbox.repository import DESTINATIONS as _EVENT_DESTINATIONS
+from nexo.outbox.registry import NAMES
 
-DESTINATIONS = sorted(set(_EVENT_DESTINATIONS.values()))
+DESTINATIONS = sorted(NAMES)
 HOURS = 24
 # Which hour a timestamp falls in, counted back from now(); clamped so a sample stamped a few
 # milliseconds after this transaction began (another process's clock) lands in the current hour.

@@ -11,11 +11,12 @@ from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
 from nexo.formatting import format_duration
 from nexo.ops import charts, exposition, service
+from nexo.outbox.registry import LABELS
 from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("ops", __name__)
 
-DESTINATION_LABELS = {"fiscal": "Fiscal (facturación)", "warehouse": "Depósito (entregas)"}
+DESTINATION_LABELS = LABELS
 
 
 @bp.route("/ops")

@@ -12,14 +12,10 @@ import time
 from dataclasses import dataclass
 
 from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient
+from nexo.outbox.registry import DESTINATIONS
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
-# event destination -> (path on the destination, field of the answer that carries the business effect)
-ENDPOINTS = {
-    "fiscal": ("/invoices", "invoice_number"),
-    "warehouse": ("/handoffs", "ticket"),
-}
 # 408 and 429 say "try later"; every other 4xx says the request itself is wrong and will stay wrong.
 TRANSIENT_4XX = {408, 429}
 
@@ -38,11 +34,6 @@ class DeliveryResult:
     duration_ms: int = 0
 
 
-def base_url(settings: Settings, destination: str) -> str | None:
-    """The configured base URL of a destination (FISCAL_URL / WAREHOUSE_URL), or None."""
-    return {"fiscal": settings.fiscal_url, "warehouse": settings.warehouse_url}[destination]
-
-
 def classify(status: int) -> str:
     """DELIVERED for 2xx, TRANSIENT for 408/429/5xx, PERMANENT for the rest (other 4xx, stray 1xx/3xx)."""
     if 200 <= status < 300:
@@ -54,15 +45,15 @@ def classify(status: int) -> str:
 
 def deliver(client: HttpClient, settings: Settings, destination: str, event_id, payload: dict) -> DeliveryResult:
     """POST the payload with Idempotency-Key = event id, ended by the deadline; never raises."""
-    url = base_url(settings, destination)
-    path, effect_field = ENDPOINTS[destination]
+    target = DESTINATIONS[destination]
+    url = target.base_url(settings)
     if not url:
         # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
-        return DeliveryResult(TRANSIENT, error=f"{destination.upper()}_URL no está configurada",
+        return DeliveryResult(TRANSIENT, error=f"{target.url_variable()} no está configurada",
                               error_class="NotConfigured")
     started = time.monotonic()
     try:
-        answer = client.request("POST", url.rstrip("/") + path, json=payload,
+        answer = client.request("POST", url.rstrip("/") + target.path, json=payload,
                                 headers={"Idempotency-Key": str(event_id)})
     except DeadlineExceeded as exc:     # slow connect, endless headers, a dribbled or endless body
         return _failure(TRANSIENT, "Timeout", str(exc), started)
@@ -70,7 +61,7 @@ def deliver(client: HttpClient, settings: Settings, destination: str, event_id, 
         # httpx.HTTPError (refused or reset connection, a broken answer) is worth retrying; anything else
         # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
         return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, started)
-    return read_answer(answer, effect_field, duration_ms=_ms_since(started))
+    return read_answer(answer, target.effect_field, duration_ms=_ms_since(started))
 
 
 def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> DeliveryResult:

@@ -27,6 +27,7 @@ from nexo.outbox import destinations
 from nexo.outbox import repository as repo
 from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.http_client import HttpClient
+from nexo.outbox.registry import DESTINATIONS
 from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,4 @@ def _spent_error(event: dict) -> str:
 
 
 def _apply_effect(conn, event: dict, effect: str) -> None:
-    if event["destination"] == "fiscal":
-        repo.record_invoice(conn, event["aggregate_id"], effect)
-    else:
-        repo.record_handoff(conn, event["aggregate_id"], effect)
+    DESTINATIONS[event["destination"]].record_effect(conn, event["aggregate_id"], effect)

@@ -6,13 +6,8 @@ import uuid
 
 from psycopg.types.json import Jsonb
 
+from nexo.outbox import registry
 from nexo.outbox.storable import storable_text
-
-# Each event type has exactly one destination (the fake or, one day, the real provider).
-DESTINATIONS = {
-    "order.handoff_requested": "warehouse",
-    "billing.intent_recorded": "fiscal",
-}
 
 
 def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None = None) -> uuid.UUID:
@@ -21,7 +16,7 @@ def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str
     conn.execute(
         "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id)"
         " VALUES (%s, %s, %s, %s, %s, %s)",
-        [event_id, order_id, event_type, DESTINATIONS[event_type], Jsonb(payload), request_id])
+        [event_id, order_id, event_type, registry.for_event(event_type).name, Jsonb(payload), request_id])
     return event_id
 
 
@@ -144,17 +139,6 @@ def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | Non
     conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, http_status = %s, error = %s,"
         " duration_ms = %s WHERE id = %s", [outcome, http_status, storable_text(error), duration_ms, attempt_id])
-
-
-def record_invoice(conn, order_id, invoice_number: str) -> None:
-    """The fiscal provider's effect on the order: billed, with its invoice number."""
-    conn.execute("UPDATE orders SET billing_status = 'FACTURADO', invoice_number = %s WHERE id = %s",
-                 [invoice_number, order_id])
-
-
-def record_handoff(conn, order_id, ticket: str) -> None:
-    """The warehouse's effect on the order: the preparation ticket Sergio works from."""
-    conn.execute("UPDATE orders SET handoff_ticket = %s WHERE id = %s", [ticket, order_id])
 
 
 # --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
