@@ -12,11 +12,12 @@ import sys
 import time
 
 from nexo.outbox import relay, sweeper
+from nexo.settings import Settings
 
 
 def main() -> int:
     """Set up (pool, HTTP session), wait for the go line, deliver until nothing is due; print count and CPU s."""
-    ctx = relay.context("bench-drain")
+    ctx = relay.build_context(Settings.from_env(), "bench-drain")
     with ctx.db.reading() as conn:                 # open the pool's connection before the clock starts
         conn.execute("SELECT 1")
     print("ready", flush=True)

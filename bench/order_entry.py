@@ -9,7 +9,10 @@ from bench.data import WAREHOUSE, BenchData
 from bench.load import Measurement, closed_loop
 from bench.web import Salesperson
 from nexo.db import Database
+from nexo.extensions import make_redis
 from nexo.orders import commands, service
+from nexo.outbox.wakeup import Wakeup
+from nexo.settings import Settings
 
 
 def direct(database_url: str, data: BenchData, threads: int, duration_s: float, warmup_s: float,
@@ -18,6 +21,8 @@ def direct(database_url: str, data: BenchData, threads: int, duration_s: float, 
     # timeout: a thread waiting for a connection is measured waiting, never failed by the pool.
     db = Database(database_url, max_size=threads, timeout_s=60, name="bench-direct")
     db.pool.wait(timeout=30)
+    settings = Settings.from_env()          # RELAY_WAKEUP=off for the diagnostic run (bench/__main__.py)
+    ring = Wakeup(make_redis(settings.redis_url), settings)
 
     def order(_state, rng: random.Random):
         i = rng.randrange(len(data.salesperson_ids))
@@ -25,7 +30,7 @@ def direct(database_url: str, data: BenchData, threads: int, duration_s: float, 
             request_id=uuid.uuid4(), client_id=rng.choice(data.client_ids), warehouse_id=WAREHOUSE,
             lines=tuple(commands.OrderLineRequest(sku, q) for sku, q in data.order_lines(rng)),
             salesperson_id=data.salesperson_ids[i])
-        result = service.create_order(db, cmd)
+        result = service.create_order(db, cmd, ring)
         return isinstance(result, commands.Confirmed), f"outcome {result.outcome} {','.join(getattr(result, 'reasons', ()))}"
 
     try:

@@ -31,7 +31,7 @@ from nexo.settings import Settings
 
 def _reset(db, connection: redis.Redis) -> None:
     bench_data.retire_pending_events(db)
-    Queue(wakeup.queue_name(), connection=connection).empty()
+    Queue(Settings.from_env().relay_queue, connection=connection).empty()
 
 
 def _unsettled(db) -> dict:
@@ -121,7 +121,7 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
     _reset(db, connection)
     procs = stack.start_workers(workers) + [stack.start("sweeper")]
     previous = os.environ.get("RELAY_WAKEUP")
-    os.environ["RELAY_WAKEUP"] = "on" if wakeup_on else "off"     # read by wakeup.request_delivery at each call
+    os.environ["RELAY_WAKEUP"] = "on" if wakeup_on else "off"     # read by _steady_orders' Settings
     try:
         order_ids, late = _steady_orders(stack.env["DATABASE_URL"], data, rate, duration_s)
         # Sweeper only: an event waits up to a sweep interval plus the wake-up grace, so allow for that.
@@ -154,6 +154,8 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
 def _steady_orders(database_url: str, data: bench_data.BenchData, rate: float, duration_s: float):
     """Start one create_order every 1/rate s (open loop: a slow order does not delay the next)."""
     db = Database(database_url, max_size=8, timeout_s=30, name="bench-steady")
+    settings = Settings.from_env()
+    ring = wakeup.Wakeup(redis.Redis.from_url(settings.redis_url), settings)    # as create_app builds it
     rng, lock = random.Random(50), threading.Lock()
     order_ids: list[uuid.UUID] = []
     late = 0
@@ -162,7 +164,7 @@ def _steady_orders(database_url: str, data: bench_data.BenchData, rate: float, d
         cmd = commands.CreateOrder(request_id=uuid.uuid4(), client_id=client_id, warehouse_id=bench_data.WAREHOUSE,
                                    lines=tuple(commands.OrderLineRequest(s, q) for s, q in lines),
                                    salesperson_id=salesperson_id)
-        result = service.create_order(db, cmd)
+        result = service.create_order(db, cmd, ring)
         if isinstance(result, commands.Confirmed):
             with lock:
                 order_ids.append(result.order_id)

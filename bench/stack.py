@@ -25,7 +25,7 @@ import redis
 import requests
 from rq import Worker
 
-from nexo.outbox.wakeup import queue_name
+from nexo.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,7 +103,7 @@ class Stack:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             new = [w for w in Worker.all(connection=connection) if w.name not in before
-                   and queue_name() in w.queue_names()]
+                   and Settings.from_env(self.env).relay_queue in w.queue_names()]
             if len(new) >= count:
                 return procs
             for proc in procs:

@@ -1,4 +1,8 @@
-"""RQ job: the wake-up that delivers a few outbox events (enqueued by nexo.outbox.wakeup)."""
+"""RQ job: the wake-up that delivers a few outbox events (enqueued by nexo.outbox.wakeup).
+
+The relay context (pool, HTTP client) is built once by the worker process's main, jobs/worker.py,
+and handed here with use_context; the forking worker builds one in each work horse.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,18 @@ import uuid
 from nexo.observability import bind_request_id
 from nexo.outbox import relay
 
+_context: relay.RelayContext | None = None
+
+
+def use_context(ctx: relay.RelayContext) -> None:
+    """Install the relay context this process's jobs deliver with (called by jobs/worker.py)."""
+    global _context
+    _context = ctx
+
 
 def deliver_events(event_ids: list[str], request_id: str | None = None) -> list[str]:
     """Deliver each event that is still due and unclaimed, one claim at a time; return the outcomes."""
+    if _context is None:
+        raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
     bind_request_id(request_id)       # the HTTP request that wrote the events, on this job's log lines
-    return relay.deliver_events(relay.context("worker"), [uuid.UUID(e) for e in event_ids])
+    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids])

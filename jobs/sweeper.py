@@ -14,26 +14,31 @@ import threading
 from nexo.extensions import make_redis
 from nexo.observability import configure_logging
 from nexo.outbox import relay, sweeper
-from nexo.settings import SettingsError
+from nexo.outbox.wakeup import Wakeup
+from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.sweeper")
 
 
 def main() -> int:
-    """Validate the settings (fail fast), then sweep until SIGTERM/SIGINT."""
+    """Validate the settings (fail fast), build the relay context once, then sweep until SIGTERM/SIGINT."""
     configure_logging()
     try:
-        ctx = relay.context("sweeper")
+        settings = Settings.from_env()
     except SettingsError as exc:
         print(f"nexo sweeper: configuration error: {exc}", file=sys.stderr)
         return 2
+    ctx = relay.build_context(settings, "sweeper")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    cadence = ctx.settings.relay
+    cadence = settings.relay
     log.info("sweeper %s: every %.1f s (lease %.1f s, delivery timeout %.1f s)", ctx.worker,
              cadence.sweep_interval_s, cadence.lease_s, cadence.delivery_timeout_s)
-    sweeper.run_forever(ctx, make_redis(ctx.settings.redis_url), stop)
+    try:
+        sweeper.run_forever(ctx, Wakeup(make_redis(settings.redis_url), settings), stop)
+    finally:
+        ctx.close()
     log.info("sweeper %s: stopped", ctx.worker)
     return 0
 

@@ -20,8 +20,9 @@ import uuid
 import redis
 from rq import SimpleWorker, Worker
 
+from jobs import deliver
 from nexo.observability import configure_logging
-from nexo.outbox.wakeup import queue_name
+from nexo.outbox import relay
 from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.worker")
@@ -29,7 +30,7 @@ WORKER_CLASSES = {"simple": SimpleWorker, "fork": Worker}
 _stopping = False
 
 
-def _stoppable(base):
+def _relay_worker(base, settings: Settings):
     class RelayWorker(base):
         """rq's worker that also remembers a SIGTERM/SIGINT, so a Redis outage is not mistaken for one."""
 
@@ -42,6 +43,12 @@ def _stoppable(base):
             _stopping = True
             super().request_stop(signum, frame)
 
+        def main_work_horse(self, job, queue):
+            # Only the forking worker gets here, in the new child: a pool and an HTTP client (whose loop
+            # thread does not survive a fork) of its own, built before the job runs.
+            deliver.use_context(relay.build_context(settings, "worker"))
+            super().main_work_horse(job, queue)
+
     return RelayWorker
 
 
@@ -50,21 +57,21 @@ def main() -> int:
     configure_logging()
     try:
         settings = Settings.from_env()
-        kind = os.environ.get("RELAY_WORKER_CLASS", "simple").strip() or "simple"
-        if kind not in WORKER_CLASSES:
-            raise SettingsError(f"RELAY_WORKER_CLASS={kind!r} must be one of {', '.join(WORKER_CLASSES)}")
     except SettingsError as exc:
         print(f"nexo worker: configuration error: {exc}", file=sys.stderr)
         return 2
-    worker_class = _stoppable(WORKER_CLASSES[kind])
+    kind, queue = settings.relay_worker_class, settings.relay_queue
+    if kind == "simple":
+        deliver.use_context(relay.build_context(settings, "worker"))    # once, for every job of this process
+    worker_class = _relay_worker(WORKER_CLASSES[kind], settings)
     connection = redis.Redis.from_url(settings.redis_url)
-    log.info("relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s", kind, queue_name(),
+    log.info("relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s", kind, queue,
              settings.relay.job_timeout_s, settings.relay.lease_s)
     while not _stopping:
         # A fresh name each time: a worker that lost Redis could not deregister its old one.
         name = f"relay-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
-            worker_class([queue_name()], connection=connection, name=name).work(logging_level="INFO")
+            worker_class([queue], connection=connection, name=name).work(logging_level="INFO")
         except (redis.RedisError, ValueError) as exc:
             log.warning("worker %s: Redis unavailable (%s); retrying in 1 s", name, type(exc).__name__)
         if not _stopping:

@@ -12,6 +12,7 @@ from nexo import auth, demo, migrations, observability, security
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.formatting import format_ars, format_duration, format_local
+from nexo.outbox.wakeup import Wakeup
 from nexo.settings import Settings
 from nexo.telemetry import metrics
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
                                          timeout_s=settings.db_pool_timeout_s)
     app.extensions["nexo.redis"] = make_redis(settings.redis_url)
+    app.extensions["nexo.wakeup"] = Wakeup(app.extensions["nexo.redis"], settings)
 
     csrf.init_app(app)
     login_manager.init_app(app)

@@ -23,6 +23,11 @@ def get_redis() -> redis.Redis:
     return current_app.extensions["nexo.redis"]
 
 
+def get_wakeup():
+    """The application's relay wake-up (nexo.outbox.wakeup.Wakeup), built once in create_app."""
+    return current_app.extensions["nexo.wakeup"]
+
+
 def make_redis(url: str) -> redis.Redis:
     """A Redis client that fails fast: Redis being down must delay events, never hang a request."""
     return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30)

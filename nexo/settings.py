@@ -132,6 +132,21 @@ def _fresh_login_window(env: dict) -> float:
     return value
 
 
+WORKER_CLASSES = ("simple", "fork")
+
+
+def _relay_process(env: dict) -> dict:
+    """RELAY_QUEUE, RELAY_WAKEUP (on/off) and RELAY_WORKER_CLASS (simple/fork): how the relay's processes run."""
+    wakeup = env.get("RELAY_WAKEUP", "").strip().lower() or "on"
+    if wakeup not in ("on", "off"):
+        raise SettingsError(f"RELAY_WAKEUP={wakeup!r} must be 'on' or 'off'")
+    worker_class = env.get("RELAY_WORKER_CLASS", "").strip() or "simple"
+    if worker_class not in WORKER_CLASSES:
+        raise SettingsError(f"RELAY_WORKER_CLASS={worker_class!r} must be one of {', '.join(WORKER_CLASSES)}")
+    return {"relay_queue": env.get("RELAY_QUEUE", "").strip() or "nexo-relay", "relay_wakeup": wakeup == "on",
+            "relay_worker_class": worker_class}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings; build with Settings.from_env()."""
@@ -153,6 +168,9 @@ class Settings:
     dlq_fresh_login_s: float = 900.0
     # The directory this host's processes share for Prometheus values (multiprocess mode); None: one process.
     prometheus_multiproc_dir: str | None = None
+    relay_queue: str = "nexo-relay"            # RELAY_QUEUE: the RQ queue of the relay's wake-ups
+    relay_wakeup: bool = True                  # RELAY_WAKEUP=off: committed events wait for the sweeper
+    relay_worker_class: str = "simple"         # RELAY_WORKER_CLASS: rq's SimpleWorker, or fork (ADR-008)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -202,4 +220,5 @@ class Settings:
             security=_security(env),
             dlq_fresh_login_s=_fresh_login_window(env),
             prometheus_multiproc_dir=env.get("PROMETHEUS_MULTIPROC_DIR", "").strip() or None,
+            **_relay_process(env),
         )

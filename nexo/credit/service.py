@@ -18,8 +18,8 @@ from typing import ClassVar
 from nexo import audit
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
-from nexo.outbox import wakeup
 from nexo.outbox.order_events import add_order_confirmed_events
+from nexo.outbox.wakeup import Wakeup
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,11 @@ class ReservationReleased:
 DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased
 
 
-def approve_order(db, cmd: ApproveOrder) -> DecisionResult:
-    """Confirm a pending order: reservations FIRME, exposure += total, two outbox events, audit row."""
+def approve_order(db, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> DecisionResult:
+    """Confirm a pending order: reservations FIRME, exposure += total, two outbox events, audit row.
+
+    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
+    """
     started = time.perf_counter()
     with db.transaction() as tx:
         result = _approve(tx.conn, cmd)
@@ -137,7 +140,7 @@ def approve_order(db, cmd: ApproveOrder) -> DecisionResult:
             tx.commit()
         # Any other outcome leaves the transaction uncommitted: it rolls back, status update included.
     metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + result.outcome)
-    if isinstance(result, Decided):
+    if isinstance(result, Decided) and wakeup is not None:
         wakeup.request_delivery(result.event_ids)    # after the commit, never inside it (ADR-004)
     log.info("approve_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, result.outcome)
     return result

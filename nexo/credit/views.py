@@ -12,7 +12,7 @@ from nexo.auth.permissions import permission_required
 from nexo.credit import queries, service
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
-from nexo.extensions import get_db
+from nexo.extensions import get_db, get_wakeup
 from nexo.navigation import NAV_BADGES
 from nexo.unknowns import UNKNOWNS
 
@@ -55,7 +55,7 @@ def approve(order_id):
     result = service.approve_order(get_db(), service.ApproveOrder(
         order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
         note=form.note.data, seen_exposure_cents=form.seen_exposure_cents.data,
-        seen_limit_cents=form.seen_limit_cents.data, correlation_id=g.get("request_id")))
+        seen_limit_cents=form.seen_limit_cents.data, correlation_id=g.get("request_id")), get_wakeup())
     return _respond(result, form)
 
 

@@ -17,7 +17,7 @@ from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import queries, repository
 from nexo.outbox import repository as outbox
-from nexo.outbox.wakeup import request_delivery
+from nexo.outbox.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,8 @@ def _conflict(conn, dead_letter_id: int) -> ActionResult:
                            resolved_by=state["resolved_by"], resolved_at=state["resolved_at"])
 
 
-def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = None) -> ActionResult:
+def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = None,
+           wakeup: Wakeup | None = None) -> ActionResult:
     """Resolve a pending dead letter and put its event back to PENDIENTE, same id (same Idempotency-Key).
 
     One transaction: dead letter → resolved, event → PENDIENTE due now, audit row. The relay is woken
@@ -209,7 +210,8 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
                      details={"event_id": str(row["event_id"]), "destination": row["destination"],
                               "attempts_before": row["attempts"], "note": note or None})
         tx.commit()
-    request_delivery([row["event_id"]])
+    if wakeup is not None:
+        wakeup.request_delivery([row["event_id"]])
     log.info("dead letter %s replayed by %s (event %s)", dead_letter_id, actor, row["event_id"])
     return Done(dead_letter_id, event_id=row["event_id"], status="resolved", resolved_by=actor)
 
@@ -243,7 +245,7 @@ def preview_group(db: Database, f: queries.ListFilter) -> tuple[list[int], bool]
 
 
 def act_on_group(db: Database, *, action: str, destination: str, ids: list[int], actor: str,
-                 signature: str | None, note: str | None) -> BulkResult:
+                 signature: str | None, note: str | None, wakeup: Wakeup | None = None) -> BulkResult:
     """Replay or discard exactly the previewed ids of one destination; rows no longer pending are skipped.
 
     Only the ids the preview showed are touched, so dead letters that appeared after it are left alone.
@@ -271,8 +273,8 @@ def act_on_group(db: Database, *, action: str, destination: str, ids: list[int],
             audit.append(tx.conn, actor=actor, action=f"dead_letter.{'replayed' if action == 'replay' else 'discarded'}",
                          object_type="dead_letter", object_id=r["id"], details=details)
         tx.commit()
-    if action == "replay" and event_ids:
-        request_delivery(event_ids)
+    if action == "replay" and event_ids and wakeup is not None:
+        wakeup.request_delivery(event_ids)
     touched = sorted(r["id"] for r in rows)
     log.info("group %s by %s: destination=%s touched=%d skipped=%d batch=%s",
              action, actor, destination, len(touched), len(ids) - len(touched), batch)

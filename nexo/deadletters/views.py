@@ -13,7 +13,7 @@ from nexo.deadletters.forms import DESTINATION_LABELS, STATUS_LABELS, BulkForm, 
 from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
-from nexo.extensions import get_db
+from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_local
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
@@ -103,7 +103,7 @@ def replay(dead_letter_id: int):
     form = ReplayForm()
     if not form.validate_on_submit():
         return _render_detail(dead_letter_id, status=400, audit_view=False, replay_form=form)
-    result = service.replay(get_db(), dead_letter_id, current_user.username, form.note.data)
+    result = service.replay(get_db(), dead_letter_id, current_user.username, form.note.data, get_wakeup())
     return _after_action(result, "Entrega reprocesada: el evento volvió a la cola y el relay lo enviará con la misma clave.")
 
 
@@ -179,7 +179,7 @@ def bulk_apply():
     note = form.reason.data or None
     result = service.act_on_group(get_db(), action=form.action.data, destination=form.destination.data,
                                   ids=form.id_list, actor=current_user.username,
-                                  signature=form.signature.data or None, note=note)
+                                  signature=form.signature.data or None, note=note, wakeup=get_wakeup())
     if isinstance(result, service.GroupChanged):
         return render_error(409, "Alguna entrega del grupo cambió de estado; no se tocó ninguna. Volvé a la vista previa.")
     verb = "reprocesaron" if form.action.data == "replay" else "descartaron"

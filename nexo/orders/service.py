@@ -29,8 +29,8 @@ from nexo.orders.commands import (
     validate,
 )
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
-from nexo.outbox import wakeup
 from nexo.outbox.order_events import add_order_confirmed_events, order_payload
+from nexo.outbox.wakeup import Wakeup
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,11 @@ class _PricedLine:
     unit_price_cents: int
 
 
-def create_order(db, cmd: CreateOrder) -> OrderResult:
-    """Create the order of one salesperson intent, or replay / refuse it; see the module docstring."""
+def create_order(db, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderResult:
+    """Create the order of one salesperson intent, or replay / refuse it; see the module docstring.
+
+    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
+    """
     errors = validate(cmd)
     if errors:
         return Invalid(errors)
@@ -60,7 +63,7 @@ def create_order(db, cmd: CreateOrder) -> OrderResult:
     metrics.observe_order_transaction(time.perf_counter() - started, result.outcome)
     if isinstance(result, Conflict):
         metrics.count_request_id_reused()
-    if event_ids:
+    if event_ids and wakeup is not None:
         wakeup.request_delivery(event_ids)     # after the commit, never inside it (ADR-004)
     log.info("create_order request=%s outcome=%s order=%s reasons=%s", cmd.request_id, result.outcome,
              getattr(result, "order_id", None), ",".join(getattr(result, "reasons", ())) or "-")

@@ -8,7 +8,7 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
-from nexo.extensions import get_db
+from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, queries, service
 from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
 
@@ -36,7 +36,7 @@ def new_order():
         request_id=request_id, client_id=uuid.UUID(form.client_id.data), warehouse_id=form.deposit_id.data,
         lines=tuple(lines), salesperson_id=current_user.id,
         delivery_method=(form.delivery_method.data or "").strip() or None, correlation_id=g.get("request_id"))
-    result = service.create_order(get_db(), cmd)
+    result = service.create_order(get_db(), cmd, get_wakeup())
     return _respond(result, form, rows, str(request_id))
 
 

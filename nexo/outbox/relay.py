@@ -47,21 +47,19 @@ class RelayContext:
     http: HttpClient
     worker: str
 
+    def close(self) -> None:
+        """Close the pool and the HTTP client."""
+        self.http.close()
+        self.db.close()
 
-_context: RelayContext | None = None
 
-
-def context(role: str = "worker") -> RelayContext:
-    """This process's RelayContext, built on first use and again after a fork (pools and sessions are per PID)."""
-    global _context
-    if _context is None or not _context.worker.endswith(f":{os.getpid()}"):
-        settings = Settings.from_env()
-        _context = RelayContext(
-            settings=settings,
-            db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
-            http=HttpClient(settings.relay.delivery_timeout_s),
-            worker=f"{role}@{socket.gethostname()}:{os.getpid()}")
-    return _context
+def build_context(settings: Settings, role: str) -> RelayContext:
+    """A relay process's context, built once by its main (jobs/worker.py, jobs/sweeper.py) after any fork."""
+    return RelayContext(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
+        http=HttpClient(settings.relay.delivery_timeout_s),
+        worker=f"{role}@{socket.gethostname()}:{os.getpid()}")
 
 
 def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:

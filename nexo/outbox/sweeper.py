@@ -40,7 +40,7 @@ class SweepResult:
     failed: int = 0
 
 
-def sweep_once(ctx: relay.RelayContext, connection: redis.Redis) -> SweepResult:
+def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup) -> SweepResult:
     """One pass: fail spent events, wake up due ones, deliver here what no worker picked up in time."""
     cadence = ctx.settings.relay
     failed = relay.fail_spent(ctx)
@@ -51,15 +51,15 @@ def sweep_once(ctx: relay.RelayContext, connection: redis.Redis) -> SweepResult:
     if not due:
         return SweepResult(failed=failed)
     try:
-        waiting = wakeup.queued_wakeups(connection)
+        waiting = wakeup.queued_wakeups(ring.connection, ctx.settings)
         stale_before = datetime.now(UTC) - timedelta(seconds=cadence.lease_s)
         stale = [w for w in waiting if w.enqueued_at < stale_before]
         fresh = {e for w in waiting if w.enqueued_at >= stale_before for e in w.event_ids}
         stuck = [e for e in due if e not in fresh and any(e in w.event_ids for w in stale)]
-        enqueued = wakeup.enqueue(connection, ctx.settings, [(e, due[e]) for e in due
+        enqueued = wakeup.enqueue(ring.connection, ctx.settings, [(e, due[e]) for e in due
                                                              if e not in fresh and e not in stuck])
         if stale:
-            wakeup.withdraw(connection, stale)
+            wakeup.withdraw(ring.connection, stale)
     except redis.RedisError as exc:
         log.warning("sweep: Redis unavailable (%s); delivering %d due event(s) here", type(exc).__name__, len(due))
         return SweepResult(due=len(due), failed=failed,
@@ -90,13 +90,13 @@ def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: 
     return delivered
 
 
-def run_forever(ctx: relay.RelayContext, connection: redis.Redis, stop: threading.Event) -> None:
+def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event) -> None:
     """Sweep every RELAY_SWEEP_INTERVAL_S until `stop` is set; a failed sweep is logged, never fatal."""
     interval = ctx.settings.relay.sweep_interval_s
     while not stop.is_set():
         started = time.monotonic()
         try:
-            sweep_once(ctx, connection)
+            sweep_once(ctx, ring)
         except Exception:    # the database may be down for a moment: log and try again next interval
             log.exception("sweep failed; retrying in %.1f s", interval)
         stop.wait(max(0.0, interval - (time.monotonic() - started)))

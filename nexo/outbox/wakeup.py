@@ -5,14 +5,15 @@ worker still claims, delivers and records each event on its own (ADR-008).
 
 The job is only a wake-up (guarantee 9): RQ does not re-run a job whose worker was killed, and Redis may
 be down. The lease and the sweeper are what deliver every event (ADR-004), so losing a wake-up only
-delays an event and request_delivery never raises. It must only be called after the transaction committed.
+delays an event and Wakeup.request_delivery never raises. It must only be called after the transaction
+committed. A Wakeup is built once per process (create_app, the process mains in jobs/) and handed to
+the use cases that commit events; nothing here finds Redis or the settings by itself.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -25,23 +26,12 @@ from nexo.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_QUEUE = "nexo-relay"
 JOB_FUNCTION = "jobs.deliver.deliver_events"
 # One job wakes up to this many events (an order's two, a sweep's backlog in chunks): rq's own cost per
 # job (about 20 Redis commands and 4-6 ms of worker CPU, measured by make bench) is paid once per
 # batch, while each event still gets its own claim, lease and fenced outcome.
 EVENTS_PER_JOB = 25
 FAILED_JOB_TTL_S = 3600       # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
-
-
-def queue_name() -> str:
-    """The RQ queue the relay workers listen on (RELAY_QUEUE, default nexo-relay)."""
-    return os.environ.get("RELAY_QUEUE", "").strip() or DEFAULT_QUEUE
-
-
-def enabled() -> bool:
-    """False when RELAY_WAKEUP=off: committed events then wait for the sweeper (make bench measures that case)."""
-    return os.environ.get("RELAY_WAKEUP", "").strip().lower() != "off"
 
 
 def job_id(event_id) -> str:
@@ -58,7 +48,7 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
         return 0
     # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
     timeout = max(1, math.floor(settings.relay.job_timeout_s))
-    queue = Queue(queue_name(), connection=connection)
+    queue = Queue(settings.relay_queue, connection=connection)
     jobs = []
     for request_id, ids in _batches(events):
         jobs.append(Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), job_id=job_id(ids[0]),
@@ -87,9 +77,9 @@ class QueuedWakeup:
     event_ids: frozenset[str]
 
 
-def queued_wakeups(connection: redis.Redis) -> list[QueuedWakeup]:
+def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWakeup]:
     """The wake-up jobs still waiting for a worker (raises redis errors)."""
-    queue = Queue(queue_name(), connection=connection)
+    queue = Queue(settings.relay_queue, connection=connection)
     waiting = []
     for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
         if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
@@ -98,9 +88,9 @@ def queued_wakeups(connection: redis.Redis) -> list[QueuedWakeup]:
     return waiting
 
 
-def without_queued_wakeup(connection: redis.Redis, event_ids: list) -> list:
+def without_queued_wakeup(connection: redis.Redis, settings: Settings, event_ids: list) -> list:
     """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
-    covered = {e for wakeup in queued_wakeups(connection) for e in wakeup.event_ids}
+    covered = {e for wakeup in queued_wakeups(connection, settings) for e in wakeup.event_ids}
     return [e for e in event_ids if str(e) not in covered]
 
 
@@ -112,35 +102,27 @@ def withdraw(connection: redis.Redis, wakeups: list[QueuedWakeup]) -> None:
         pipeline.execute()
 
 
-_fallback: tuple[int, redis.Redis, Settings] | None = None
+class Wakeup:
+    """The commit-time wake-up of one process: its Redis client and settings, built once and passed in."""
+
+    def __init__(self, connection: redis.Redis, settings: Settings):
+        self.connection = connection
+        self.settings = settings
+
+    def request_delivery(self, event_ids) -> None:
+        """Ask the RQ workers to deliver these committed events now; never raises."""
+        event_ids = [str(e) for e in event_ids]
+        if not event_ids or not self.settings.relay_wakeup:
+            return
+        try:
+            request_id = request_id_var.get()
+            enqueue(self.connection, self.settings,
+                    [(e, None if request_id == "-" else request_id) for e in event_ids])
+        except Exception as exc:   # Redis down, or anything else: the sweeper will find these events (ADR-004)
+            log.warning("wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
+                        len(event_ids), type(exc).__name__, exc)
 
 
-def _defaults() -> tuple[redis.Redis, Settings]:
-    """The app's Redis and settings inside a Flask app; outside one (a script, a test), from the environment."""
-    from flask import current_app, has_app_context
-
-    if has_app_context():
-        from nexo.extensions import get_redis
-        return get_redis(), current_app.config["NEXO_SETTINGS"]
-    global _fallback
-    if _fallback is None or _fallback[0] != os.getpid():
-        from nexo.extensions import make_redis
-        settings = Settings.from_env()
-        _fallback = (os.getpid(), make_redis(settings.redis_url), settings)
-    return _fallback[1], _fallback[2]
-
-
-def request_delivery(event_ids, *, connection: redis.Redis | None = None, settings: Settings | None = None) -> None:
-    """Ask the RQ workers to deliver these committed events now; never raises."""
-    event_ids = [str(e) for e in event_ids]
-    if not event_ids or not enabled():
-        return
-    try:
-        if connection is None or settings is None:
-            default_connection, default_settings = _defaults()
-            connection, settings = connection or default_connection, settings or default_settings
-        request_id = request_id_var.get()
-        enqueue(connection, settings, [(e, None if request_id == "-" else request_id) for e in event_ids])
-    except Exception as exc:   # Redis down, or anything else: the sweeper will find these events (ADR-004)
-        log.warning("wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
-                    len(event_ids), type(exc).__name__, exc)
+def request_delivery(event_ids, *, connection: redis.Redis, settings: Settings) -> None:
+    """Wakeup(connection, settings).request_delivery(event_ids), for a caller without a Wakeup (tests, scripts)."""
+    Wakeup(connection, settings).request_delivery(event_ids)

@@ -77,16 +77,18 @@ def test_approving_confirms_with_firm_reservations_two_outbox_events_and_an_audi
     assert details["note"] == "Cliente de siempre, habló conmigo" and details["figures_confirmed"] is True
 
 
-def test_approval_wakes_the_relay_only_after_the_events_are_committed(db, monkeypatch):
+def test_approval_wakes_the_relay_only_after_the_events_are_committed(db):
     seen_by_another_connection = []
 
-    def fake_request_delivery(event_ids):
-        # count() borrows another pooled connection: it sees the events only once they are committed.
-        seen_by_another_connection.append(count(db, "SELECT count(*) FROM outbox_event WHERE id = ANY(%s)",
-                                                [list(event_ids)]))
+    class RecordingWakeup:
+        def request_delivery(self, event_ids):
+            # count() borrows another pooled connection: it sees the events only once they are committed.
+            seen_by_another_connection.append(count(db, "SELECT count(*) FROM outbox_event WHERE id = ANY(%s)",
+                                                    [list(event_ids)]))
 
-    monkeypatch.setattr(service.wakeup, "request_delivery", fake_request_delivery)
-    result = approve(db, pending_order(db))
+    order_id = pending_order(db)
+    result = service.approve_order(db, service.ApproveOrder(order_id, user_id(db, "laura"), "laura"),
+                                   RecordingWakeup())
     assert len(result.event_ids) == 2
     assert seen_by_another_connection == [2]
 

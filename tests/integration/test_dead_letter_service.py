@@ -38,13 +38,14 @@ def test_replay_resolves_requeues_the_same_event_and_audits_in_one_go(db):
     assert replayed["actor"] == "marta" and replayed["details"]["event_id"] == str(made["event_id"])
 
 
-def test_replay_and_group_replay_wake_the_relay_after_commit(db, redis_client):
+def test_replay_and_group_replay_wake_the_relay_after_commit(db, redis_client, settings):
     single, *group = [make_dead_letter(db) for _ in range(3)]
-    service.replay(db, single["id"], "marta")
+    ring = wakeup.Wakeup(redis_client, settings)
+    service.replay(db, single["id"], "marta", wakeup=ring)
     service.act_on_group(db, action="replay", destination="fiscal", ids=[g["id"] for g in group], actor="marta",
-                         signature=None, note=None)
+                         signature=None, note=None, wakeup=ring)
     # One RQ wake-up waiting per replayed event (the sweeper would find them anyway, only later).
-    assert wakeup.without_queued_wakeup(redis_client, [m["event_id"] for m in (single, *group)]) == []
+    assert wakeup.without_queued_wakeup(redis_client, settings, [m["event_id"] for m in (single, *group)]) == []
 
 
 def test_second_replay_is_a_conflict_naming_who_resolved_it(db):

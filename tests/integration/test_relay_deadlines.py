@@ -14,7 +14,6 @@ import socket
 import pytest
 from rq import Queue
 
-from nexo.outbox import wakeup
 from nexo.outbox.wakeup import request_delivery
 from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
 from tests.relay_support import _children
@@ -155,7 +154,7 @@ def test_with_every_worker_gone_the_sweeper_delivers_a_queued_wakeup_itself(db, 
     order = insert_confirmed_orders(db, 1)[0]
     ids = [order.fiscal_event_id, order.warehouse_event_id]
     request_delivery(ids, connection=redis_client, settings=relay_settings())
-    queue = Queue(wakeup.queue_name(), connection=redis_client)
+    queue = Queue(relay_settings().relay_queue, connection=redis_client)
     assert queue.count == 1
     relay.start_sweepers(1)
 
