@@ -65,3 +65,17 @@ def test_dead_letter_grace_below_one_day_is_refused(value):
 
 def test_outbox_retention_is_undefined_by_default():
     assert Settings.from_env(dict(BASE, NEXO_ENV="test")).outbox_retention_days is None
+
+
+def test_relay_process_settings_are_read_here_with_their_defaults():
+    settings = Settings.from_env(dict(BASE, NEXO_ENV="test"))
+    assert (settings.relay_queue, settings.relay_wakeup, settings.relay_worker_class) == ("nexo-relay", True, "simple")
+    settings = Settings.from_env(dict(BASE, NEXO_ENV="test", RELAY_QUEUE="q2", RELAY_WAKEUP="OFF",
+                                      RELAY_WORKER_CLASS="fork"))
+    assert (settings.relay_queue, settings.relay_wakeup, settings.relay_worker_class) == ("q2", False, "fork")
+
+
+@pytest.mark.parametrize("name,value", [("RELAY_WAKEUP", "maybe"), ("RELAY_WORKER_CLASS", "threads")])
+def test_a_bad_relay_process_setting_is_named(name, value):
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", **{name: value}))
