@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from flask import Flask, request
+from flask import Flask, g, request
 from flask_login import current_user
 
 from nexo import auth, demo, migrations, observability, security
@@ -55,6 +55,10 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
 
     @login_manager.user_loader
     def load_user(user_id: str):
+        if g.get("database_unavailable"):
+            # The 503 page of a database outage is drawn as for an anonymous visitor: asking the
+            # database for the user again would fail again (and turn the 503 into a 500).
+            return None
         with get_db().reading() as conn:
             return auth.service.load_user(conn, int(user_id))
 

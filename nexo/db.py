@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -10,6 +11,8 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+log = logging.getLogger(__name__)
 
 # What "the database is down" looks like to callers: the error handlers turn these into a 503 page.
 DatabaseUnavailable = (psycopg.OperationalError, PoolTimeout)
@@ -50,8 +53,11 @@ class Database:
         if self._pool is None or self._pid != os.getpid():
             with self._lock:
                 if self._pool is None or self._pid != os.getpid():
+                    # check: a pooled connection broken by a database restart is found (one empty
+                    # round trip) and replaced before anyone uses it, instead of failing a request.
                     self._pool = ConnectionPool(
                         self.url, min_size=1, max_size=self.max_size, timeout=self.timeout_s,
+                        check=ConnectionPool.check_connection,
                         kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(self.timeout_s))},
                         name=f"{self.name}-{os.getpid()}", open=False)
                     self._pool.open(wait=False)
@@ -67,7 +73,7 @@ class Database:
                 yield tx
             finally:
                 if not tx.committed:
-                    conn.rollback()
+                    _roll_back(conn)
 
     @contextmanager
     def reading(self) -> Iterator[psycopg.Connection]:
@@ -80,3 +86,18 @@ class Database:
         if self._pool is not None and self._pid == os.getpid():
             self._pool.close()
         self._pool = None
+
+
+def _roll_back(conn: psycopg.Connection) -> None:
+    """Roll back, never raising: a rollback that fails must not hide the error that led to it.
+
+    It fails when the connection was lost (a database restart). The server has then already dropped
+    the transaction, which was never committed, so nothing is kept; the pool discards the broken
+    connection when it comes back.
+    """
+    if conn.closed:
+        return
+    try:
+        conn.rollback()
+    except psycopg.Error as exc:
+        log.warning("rollback failed, connection discarded: %s", type(exc).__name__)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, render_template, request
+from flask import Blueprint, g, render_template, request
 from flask_wtf.csrf import CSRFError
+from markupsafe import escape
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
@@ -25,15 +26,35 @@ MESSAGES = {
     422: ("No se pudo procesar", "La operación no se pudo completar con estos datos."),
     429: ("Demasiados intentos", "Esperá unos minutos antes de volver a intentar."),
     500: ("Error interno", "Algo falló de nuestro lado. No se guardó nada a medias; probá de nuevo."),
-    503: ("Servicio no disponible", "Un servicio interno no responde. No se guardó nada; probá de nuevo en unos minutos."),
+    503: ("Servicio no disponible", "Un servicio interno no responde. Probá de nuevo en unos minutos."),
 }
+
+# What a 503 says when the database stopped answering. A read saved nothing. A write may have been
+# cut before or after its commit, so whether it was kept is unknown: the page never says "nothing
+# was saved", it says how to find out or how to repeat it safely.
+DATABASE_DOWN_READ = "La base de datos no responde. Probá de nuevo en unos segundos."
+DATABASE_DOWN_WRITE = ("La base de datos no responde, y no sabemos si la operación llegó a guardarse. "
+                       "Volvé a la página en unos segundos y revisá su estado antes de repetirla.")
+# Endpoints whose POST is safe to repeat after an unknown outcome, and what to tell the person.
+# nexo/orders registers the order form: its requestId makes a repeat return the same order (ADR-005).
+RETRY_ADVICE: dict[str, str] = {}
+
+# The last resort when even the error template cannot be rendered: no template, no database.
+_BARE_PAGE = ('<!doctype html><html lang="es"><head><meta charset="utf-8"><title>{title} · Nexo</title></head>'
+              '<body><main><section data-error-status="{status}"><h1>{title}</h1><p>{message}</p>'
+              '<p><a href="/">Volver al inicio</a></p></section></main></body></html>')
 
 
 def render_error(status: int, message: str | None = None, **context):
-    """The error page for a status, optionally with a more specific message."""
+    """The error page for a status, optionally with a more specific message; it never raises."""
     title, default = MESSAGES.get(status, MESSAGES[500])
-    return render_template("errors/error.html", status=status, title=title,
-                           message=message or default, **context), status
+    message = message or default
+    try:
+        return render_template("errors/error.html", status=status, title=title, message=message, **context), status
+    except Exception as exc:   # e.g. the database went away while the page asked for the user
+        log.error("error page for %s could not be rendered (%s); sent the bare one", status, type(exc).__name__)
+        page = _BARE_PAGE.format(status=status, title=escape(title), message=escape(message))
+        return page, status, {"Content-Type": "text/html; charset=utf-8"}
 
 
 @bp.app_errorhandler(CSRFError)
@@ -52,7 +73,14 @@ def http_error(error: HTTPException):
 
 def database_down(error):
     log.error("database unavailable: %s", type(error).__name__)
-    return render_error(503, "La base de datos no responde. No se guardó nada; probá de nuevo en unos minutos.")
+    # From here on this request must not touch the database: the page is drawn without the user's
+    # name and without the navigation badges (nexo/__init__.load_user, nexo/navigation.py).
+    g.database_unavailable = True
+    if request.method in ("GET", "HEAD"):
+        message = DATABASE_DOWN_READ
+    else:
+        message = RETRY_ADVICE.get(request.endpoint or "", DATABASE_DOWN_WRITE)
+    return render_error(503, message)
 
 
 for _exc in DatabaseUnavailable:
@@ -62,7 +90,7 @@ for _exc in DatabaseUnavailable:
 @bp.app_errorhandler(RedisError)
 def redis_down(error):
     log.error("redis unavailable: %s", type(error).__name__)
-    return render_error(503)
+    return render_error(503, "Un servicio interno (Redis) no responde. Probá de nuevo en unos minutos.")
 
 
 @bp.app_errorhandler(Exception)

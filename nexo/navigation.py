@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import url_for
+from flask import g, url_for
 from flask_login import current_user
 
 # label, endpoint, permission — a link appears when the user has the permission.
@@ -25,9 +25,11 @@ def nav_links() -> list[dict]:
     if not current_user.is_authenticated:
         return []
     links = []
+    # During a database outage (nexo/errors.py) the 503 page shows the links without their counts.
+    badges = {} if g.get("database_unavailable") else NAV_BADGES
     for label, endpoint, permission in NAV_ITEMS:
         if current_user.can(permission):
-            badge = NAV_BADGES.get(endpoint)
+            badge = badges.get(endpoint)
             links.append({"label": label, "url": url_for(endpoint), "endpoint": endpoint,
                           "badge": badge() if badge else None})
     return links

@@ -8,6 +8,7 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
+from nexo.errors import RETRY_ADVICE
 from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, queries, service
 from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
@@ -17,6 +18,12 @@ bp = Blueprint("orders", __name__)
 # Who may look at any order besides the salesperson who entered it.
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 _REPLAYED_KEY = "orders.replayed"
+# A database outage can cut the order transaction before or after its commit. Confirming the same
+# form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
+RETRY_ADVICE["orders.new_order"] = (
+    "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos volvé "
+    "atrás y confirmá el mismo formulario otra vez: si ya se había guardado vas a ver ese mismo pedido, "
+    "nunca uno duplicado.")
 
 
 @bp.route("/orders/new", methods=["GET", "POST"])

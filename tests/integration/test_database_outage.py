@@ -1,0 +1,86 @@
+"""Broken connections and a database that does not answer cost a clean error, never a 500 (guarantee 17).
+
+A restart is played here on the machine's shared server without restarting it: pg_terminate_backend
+sends our own connection exactly what a `pg_ctl restart -m fast` sends every connection
+(AdminShutdown). tests/e2e/test_database_restart.py does the real restart under gunicorn.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+
+from nexo import create_app
+from nexo.db import Database
+from tests.helpers import csrf_token, free_port
+
+
+def _terminate(settings, pid: int) -> None:
+    with psycopg.connect(settings.database_url, autocommit=True) as admin:
+        # The timeout makes the call wait until the backend is gone, as after a restart.
+        admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+
+
+def test_a_pooled_connection_broken_by_a_restart_is_replaced_before_use(settings):
+    database = Database(settings.database_url, max_size=1, name="outage-test")
+    try:
+        with database.reading() as conn:
+            first = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+        _terminate(settings, first)                   # the connection dies while idle in the pool
+        with database.reading() as conn:
+            second = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+        assert second != first
+    finally:
+        database.close()
+
+
+def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollbacks(settings):
+    database = Database(settings.database_url, max_size=1, name="outage-test")
+    try:
+        with pytest.raises(psycopg.errors.AdminShutdown):
+            with database.transaction() as tx:
+                _terminate(settings, tx.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
+                tx.execute("SELECT 1")
+        with database.reading() as conn:              # and the pool goes on with a new connection
+            assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
+    finally:
+        database.close()
+
+
+@pytest.fixture
+def app_without_database(monkeypatch):
+    """The app pointed at a port where no database listens (a stopped Postgres), failing fast."""
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://postgres@127.0.0.1:{free_port()}/nexo")
+    monkeypatch.setenv("DB_POOL_TIMEOUT_S", "1")
+    application = create_app({"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
+    yield application
+    application.extensions["nexo.db"].close()
+
+
+def _logged_in(app):
+    """A client whose session says a salesperson (and her CSRF token) is logged in, as before the outage."""
+    client = app.test_client()
+    token = csrf_token(client.get("/login").get_data(as_text=True))    # the login form needs no database
+    with client.session_transaction() as session:
+        session["_user_id"] = "1"
+        session["_fresh"] = True
+    return client, token
+
+
+def test_a_logged_in_page_during_an_outage_is_the_503_page(app_without_database):
+    client, _ = _logged_in(app_without_database)
+    response = client.get("/orders/new")
+    body = response.get_data(as_text=True)
+    assert response.status_code == 503, body
+    assert "La base de datos no responde" in body and "No se guardó nada" not in body
+
+
+def test_the_order_form_posted_during_an_outage_says_the_same_form_can_be_confirmed_again(app_without_database):
+    client, token = _logged_in(app_without_database)
+    response = client.post("/orders/new", data={"csrf_token": token, "request_id": str(uuid.uuid4())})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 503, body
+    assert "confirmá el mismo formulario otra vez" in body and "nunca uno duplicado" in body
+    assert "No se guardó nada" not in body
