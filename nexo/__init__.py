@@ -8,7 +8,7 @@ from pathlib import Path
 from flask import Flask, g, request
 from flask_login import current_user
 
-from nexo import auth, demo, migrations, observability, security
+from nexo import auth, demo, form_input, migrations, observability, security
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.formatting import format_ars, format_duration, format_local
@@ -41,8 +41,11 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     # First of all request hooks, so that even a CSRF refusal is logged with its request id (issue 7).
     observability.init_app(app)
 
+    # The last line of the form input guard (nexo/form_input.py): no control character a route let
+    # through reaches the database.
     app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
-                                         timeout_s=settings.db_pool_timeout_s)
+                                         timeout_s=settings.db_pool_timeout_s,
+                                         configure=form_input.refuse_control_characters)
     app.extensions["nexo.redis"] = make_redis(settings.redis_url)
     app.extensions["nexo.wakeup"] = Wakeup(app.extensions["nexo.redis"], settings)
 

@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
 from nexo.db import DatabaseUnavailable
+from nexo.form_input import ControlCharacterRefused
 
 bp = Blueprint("errors", __name__)
 log = logging.getLogger(__name__)
@@ -85,6 +86,14 @@ def database_down(error):
 
 for _exc in DatabaseUnavailable:
     bp.app_errorhandler(_exc)(database_down)
+
+
+@bp.app_errorhandler(ControlCharacterRefused)
+def control_character_refused(error):
+    # The last line of nexo/form_input.py: a route sent a control character on to the database.
+    log.warning("control character refused before the database on %s %s", request.method, request.endpoint)
+    return render_error(400, "El formulario tiene caracteres de control no permitidos (por ejemplo un byte nulo). "
+                             "Revisalo y envialo de nuevo.")
 
 
 @bp.app_errorhandler(RedisError)

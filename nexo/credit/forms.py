@@ -9,10 +9,12 @@ from flask_wtf import FlaskForm
 from wtforms import HiddenField, IntegerField, TextAreaField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
+from nexo.form_input import RefusesControlCharacters
+
 NOTE_MAX = 500
 
 
-class ApproveForm(FlaskForm):
+class ApproveForm(RefusesControlCharacters, FlaskForm):
     """Optional note, plus the figures the officer saw (so a change since then is not approved silently)."""
 
     note = TextAreaField("Nota (opcional)", validators=[Optional(), Length(max=NOTE_MAX)])
@@ -21,7 +23,7 @@ class ApproveForm(FlaskForm):
     filters = HiddenField()
 
 
-class RejectForm(FlaskForm):
+class RejectForm(RefusesControlCharacters, FlaskForm):
     """The reason is required (CU-02): the salesperson reads it on the order page."""
 
     reason = TextAreaField("Motivo del rechazo", validators=[

@@ -51,7 +51,8 @@ def approve(order_id):
     """Authorize the order's excess: 303 to the queue, or 409 saying what stands in the way."""
     form = ApproveForm()
     if not form.validate_on_submit():
-        return render_error(400, "No se registró la autorización: " + _first_error(form))
+        field, message = _first_error(form)
+        return render_error(400, "No se registró la autorización: " + message, field=field)
     result = service.approve_order(get_db(), service.ApproveOrder(
         order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
         note=form.note.data, seen_exposure_cents=form.seen_exposure_cents.data,
@@ -104,8 +105,8 @@ def _respond(result: service.DecisionResult, form):
             return render_template("credit/conflict.html", result=result, kind=result.outcome, back=back), 409
 
 
-def _first_error(form) -> str:
-    return next((errors[0] for errors in form.errors.values() if errors), "datos inválidos.")
+def _first_error(form) -> tuple[str | None, str]:
+    return next(((name, errors[0]) for name, errors in form.errors.items() if errors), (None, "datos inválidos."))
 
 
 def pending_badge() -> int | None:

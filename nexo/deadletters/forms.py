@@ -11,6 +11,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional, ValidationError
 
 from nexo.deadletters.queries import DESTINATIONS, STATUSES
+from nexo.form_input import RefusesControlCharacters
 from nexo.outbox.registry import LABELS
 
 DESTINATION_LABELS = {name: LABELS[name] for name in DESTINATIONS}
@@ -35,7 +36,7 @@ def _uuid(_form, field):
             raise ValidationError("Cliente inválido.") from None
 
 
-class ListQuery(Form):
+class ListQuery(RefusesControlCharacters, Form):
     """The list's filters and pagination, read from the query string (GET, so no CSRF)."""
 
     destination = SelectField("Destino", choices=_choices(DESTINATION_LABELS, "Todos"), default="")
@@ -48,24 +49,24 @@ class ListQuery(Form):
     size = IntegerField("Por página", default=50, validators=[Optional(), NumberRange(min=1, max=200)])
 
 
-class ReplayForm(FlaskForm):
+class ReplayForm(RefusesControlCharacters, FlaskForm):
     """Replay one dead letter; the note is optional."""
 
     note = TextAreaField("Nota (opcional)", filters=[_strip], validators=[Optional(), Length(max=REASON_MAX)])
 
 
-class DiscardForm(FlaskForm):
+class DiscardForm(RefusesControlCharacters, FlaskForm):
     """Discard one dead letter; the reason is what the order page and the audit log will show."""
 
     reason = TextAreaField("Motivo del descarte", filters=[_strip],
                            validators=[DataRequired("Escribí el motivo del descarte."), Length(max=REASON_MAX)])
 
 
-class CheckKeyForm(FlaskForm):
+class CheckKeyForm(RefusesControlCharacters, FlaskForm):
     """Ask the destination whether it already applied this Idempotency-Key (CSRF only)."""
 
 
-class BulkForm(FlaskForm):
+class BulkForm(RefusesControlCharacters, FlaskForm):
     """Confirm a group action: exactly the ids the preview showed, and how many they were."""
 
     action = SelectField("Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}),

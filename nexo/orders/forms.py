@@ -14,16 +14,19 @@ from flask_wtf import FlaskForm
 from wtforms import StringField
 from wtforms.validators import Length, Optional
 
+from nexo.form_input import MESSAGE as CONTROL_CHARACTERS
+from nexo.form_input import TRIMMED, RefusesControlCharacters, has_control_characters
 from nexo.orders.commands import MAX_LINE_QUANTITY, MAX_LINES, OrderLineRequest
 from nexo.orders.fingerprint import normalise_sku
 
 MIN_ROWS = 5
-_LINE_KEY = re.compile(r"^lines-(\d{1,4})-(sku|quantity)$")
-_DIGITS = re.compile(r"^\d+$")
+_LINE_KEY = re.compile(r"lines-([0-9]{1,4})-(sku|quantity)")
+# ASCII digits only: \d (and int()) would also take other scripts' digits, e.g. "١٢" as 12.
+_DIGITS = re.compile(r"[0-9]+")
 MAX_SKU_LENGTH = 40
 
 
-class OrderForm(FlaskForm):
+class OrderForm(RefusesControlCharacters, FlaskForm):
     """The header fields; choices are checked against the database by the view (they change over time)."""
 
     class Meta:
@@ -63,10 +66,13 @@ def read_rows(formdata) -> tuple[list[LineRow], str | None]:
     """The line rows posted (in index order) and a form-level error, if any (too many rows)."""
     cells: dict[int, dict[str, str]] = {}
     for key in formdata.keys():
-        match = _LINE_KEY.match(key)
+        match = _LINE_KEY.fullmatch(key)
         if match:
             cells.setdefault(int(match.group(1)), {})[match.group(2)] = formdata.get(key, "")
-    rows = [LineRow(cells[i].get("sku", "").strip(), cells[i].get("quantity", "").strip()) for i in sorted(cells)]
+    # Trimmed of spaces, tabs and line breaks only: str.strip() would also drop control characters
+    # (\x1c-\x1f) that _row_error must see and refuse.
+    rows = [LineRow(cells[i].get("sku", "").strip(TRIMMED), cells[i].get("quantity", "").strip(TRIMMED))
+            for i in sorted(cells)]
     rows = [row for row in rows if row.sku or row.quantity]
     if len(rows) > MAX_LINES:
         return rows[:MAX_LINES], f"Un pedido admite hasta {MAX_LINES} líneas."
@@ -91,13 +97,15 @@ def check_rows(rows: list[LineRow]) -> tuple[list[OrderLineRequest], str | None]
 
 
 def _row_error(row: LineRow) -> str | None:
+    if has_control_characters(row.sku) or has_control_characters(row.quantity):
+        return CONTROL_CHARACTERS
     if not row.sku:
         return "Falta el SKU."
     if len(row.sku) > MAX_SKU_LENGTH:
         return f"El SKU no puede tener más de {MAX_SKU_LENGTH} caracteres."
     if not row.quantity:
         return "Falta la cantidad."
-    if not _DIGITS.match(row.quantity):
+    if not _DIGITS.fullmatch(row.quantity):
         return "La cantidad debe ser un número entero positivo, sin decimales ni signos."
     digits = row.quantity.lstrip("0") or "0"
     # Compare lengths first: int() of a few thousand digits raises, and nothing that long is a quantity.

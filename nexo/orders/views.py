@@ -53,17 +53,17 @@ def _validate(form: OrderForm):
     Whether the client and the warehouse exist is create_order's to say (inside its transaction, one
     point lookup each), not a read of every client here on the hot path of each order (make bench).
     """
-    errors: dict[str, str] = {}
-    form.validate()    # runs the field validators (delivery_method length); CSRF is checked globally
-    if form.delivery_method.errors:
-        errors["delivery_method"] = form.delivery_method.errors[0]
+    # The field validators first (control characters in any field, delivery_method's length); CSRF
+    # is checked globally.
+    form.validate()
+    errors = {field.name: field.errors[0] for field in form if field.errors}
     if parse_uuid(form.request_id.data) is None:
-        errors["request_id"] = ("Este formulario no tiene un identificador válido. Abrí un pedido nuevo "
-                                "desde «Nuevo pedido».")
+        errors.setdefault("request_id", "Este formulario no tiene un identificador válido. Abrí un pedido nuevo "
+                                        "desde «Nuevo pedido».")
     if parse_uuid(form.client_id.data) is None:
-        errors["client_id"] = "Elegí un cliente de la lista."
+        errors.setdefault("client_id", "Elegí un cliente de la lista.")
     if not (form.deposit_id.data or "").strip():
-        errors["deposit_id"] = "Elegí un depósito de la lista."
+        errors.setdefault("deposit_id", "Elegí un depósito de la lista.")
     rows, too_many = read_rows(request.form)
     lines, no_lines = check_rows(rows)
     if too_many or no_lines:
