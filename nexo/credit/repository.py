@@ -1,11 +1,14 @@
 """SQL of the CU-02 decision. Every function takes the caller's connection and never commits.
 
-Lock order inside a decision: the order row, then the client row, then stock rows in SKU order.
-Order entry locks idempotency key -> client -> stock in SKU order and never waits on an existing
-order row, so the two use cases cannot wait on each other in a cycle.
+Lock order inside a decision: the order row, then the client row, then stock rows in the SKU lock
+order of nexo/lock_order.py (bytes, not the database collation). Order entry locks idempotency key ->
+client -> stock in that same order and never waits on an existing order row, so the two use cases
+cannot wait on each other in a cycle.
 """
 
 from __future__ import annotations
+
+from nexo.lock_order import SQL_COLLATE
 
 PENDING = "PENDIENTE_AUTORIZACION"
 
@@ -57,17 +60,19 @@ def add_exposure(conn, client_id, cents: int) -> int:
         [cents, client_id]).fetchone()["exposure_cents"]
 
 
+_LOCK_RESERVATIONS_SQL = """
+    SELECT r.product_id, r.warehouse_id, p.sku, r.quantity, r.kind, r.released_at
+      FROM stock_reservation r
+      JOIN product p ON p.id = r.product_id
+     WHERE r.order_id = %s
+     ORDER BY p.sku """ + SQL_COLLATE + """
+       FOR UPDATE OF r
+"""
+
+
 def lock_reservations(conn, order_id) -> list[dict]:
-    """The order's reservations in SKU order, locked until the end of the transaction."""
-    return conn.execute(
-        """
-        SELECT r.product_id, r.warehouse_id, p.sku, r.quantity, r.kind, r.released_at
-          FROM stock_reservation r
-          JOIN product p ON p.id = r.product_id
-         WHERE r.order_id = %s
-         ORDER BY p.sku
-           FOR UPDATE OF r
-        """, [order_id]).fetchall()
+    """The order's reservations in the SKU lock order (ADR-002), locked until the end of the transaction."""
+    return conn.execute(_LOCK_RESERVATIONS_SQL, [order_id]).fetchall()
 
 
 def make_reservations_firm(conn, order_id) -> int:

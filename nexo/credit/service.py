@@ -18,6 +18,7 @@ from typing import ClassVar
 from nexo import audit
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
+from nexo.lock_order import in_lock_order
 from nexo.outbox.order_events import add_order_confirmed_events
 from nexo.outbox.wakeup import Wakeup
 from nexo.telemetry import metrics
@@ -201,7 +202,8 @@ def _reject(conn, cmd: RejectOrder) -> DecisionResult:
     figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
     held = [r for r in repo.lock_reservations(conn, cmd.order_id)
             if r["kind"] == "BLANDA" and r["released_at"] is None]
-    for r in held:   # already in SKU order: the same order as order entry's reservations (ADR-002)
+    # The stock rows in the one lock order order entry also uses (ADR-002, nexo/lock_order.py).
+    for r in in_lock_order(held, sku=lambda r: r["sku"]):
         repo.give_back_stock(conn, r["product_id"], r["warehouse_id"], r["quantity"])
     repo.mark_reservations_released(conn, cmd.order_id)
     audit.append(conn, actor=cmd.officer_username, action="credit.rejected", object_type="order",

@@ -1,8 +1,8 @@
 """CU-01 create_order: one transaction that claims the intent, prices, decides credit, reserves and records.
 
-Lock order inside the transaction: idempotency key row → client row → stock rows in SKU order. The
-credit approval (nexo/credit) takes order row → client → stock in SKU order, so no two writers ever
-wait for each other in a circle (ADR-002).
+Lock order inside the transaction: idempotency key row → client row → stock rows in the SKU lock
+order of nexo/lock_order.py. The credit decisions (nexo/credit) take order row → client → stock in
+that same order, so no two writers ever wait for each other in a circle (ADR-002).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from nexo.lock_order import in_lock_order
 from nexo.orders import repository as repo
 from nexo.orders.commands import (
     INSUFFICIENT_STOCK,
@@ -108,7 +109,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
                          quantity=line.quantity, unit_price_cents=line.unit_price_cents)
     repo.link_request_to_order(conn, cmd.request_id, order_id)
 
-    # 5. Reserve in SKU order (ADR-002). Keep going after a refusal so the salesperson sees every
+    # 5. Reserve in the stock lock order (ADR-002). Keep going after a refusal so the salesperson sees every
     #    short line at once; the rollback undoes the reservations that did succeed.
     kind = "FIRME" if approved else "BLANDA"
     problems = []
@@ -145,7 +146,8 @@ def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResul
 
 
 def _price_lines(conn, cmd: CreateOrder) -> tuple[list[_PricedLine], list[LineProblem]]:
-    wanted = sorted((normalise_sku(line.sku), line.quantity) for line in cmd.lines)
+    # Priced, and so reserved, in the stock lock order (ADR-002, nexo/lock_order.py).
+    wanted = in_lock_order(((normalise_sku(line.sku), line.quantity) for line in cmd.lines), sku=lambda w: w[0])
     catalog = repo.products_with_prices(conn, [sku for sku, _ in wanted])
     priced, problems = [], []
     for sku, quantity in wanted:
