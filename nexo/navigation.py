@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 from flask import g, url_for
 from flask_login import current_user
+
+log = logging.getLogger(__name__)
 
 # label, endpoint, permission — a link appears when the user has the permission.
 NAV_ITEMS = [
@@ -31,5 +35,14 @@ def nav_links() -> list[dict]:
         if current_user.can(permission):
             badge = badges.get(endpoint)
             links.append({"label": label, "url": url_for(endpoint), "endpoint": endpoint,
-                          "badge": badge() if badge else None})
+                          "badge": _count(badge) if badge else None})
     return links
+
+
+def _count(badge) -> int | None:
+    # A badge is never a reason to fail a page: no count rather than an error page.
+    try:
+        return badge()
+    except Exception as exc:
+        log.warning("navigation badge unavailable: %s", type(exc).__name__)
+        return None

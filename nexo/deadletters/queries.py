@@ -24,6 +24,15 @@ class ListFilter:
     ids: tuple[int, ...] | None = field(default=None)
 
 
+def pending_count(conn) -> int:
+    """How many dead letters wait for a decision (Marta's navigation badge).
+
+    Answered from the partial index dead_letter_one_pending_per_event (WHERE status = 'pending',
+    migration 0003): its size is the number of pending dead letters, however many resolved ones exist.
+    """
+    return conn.execute("SELECT count(*) AS n FROM dead_letter WHERE status = 'pending'").fetchone()["n"]
+
+
 def _where(f: ListFilter) -> tuple[str, dict]:
     # Fixed SQL fragments chosen by which filters are set; the values themselves are always bound.
     clauses = ["d.destination = ANY(%(destinations)s)"]

@@ -8,13 +8,14 @@ from flask import Blueprint, abort, current_app, flash, make_response, redirect,
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
-from nexo.deadletters import keycheck, service
+from nexo.deadletters import keycheck, queries, service
 from nexo.deadletters.forms import DESTINATION_LABELS, STATUS_LABELS, BulkForm, CheckKeyForm, DiscardForm, ListQuery, ReplayForm
 from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_local
+from nexo.navigation import NAV_BADGES
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
@@ -186,3 +187,12 @@ def bulk_apply():
     flash(f"Se {verb} {len(result.touched)} entregas."
           + (f" {result.skipped} ya no estaban pendientes y no se tocaron." if result.skipped else ""), "info")
     return redirect(url_for("deadletters.groups", destination=form.destination.data), code=303)
+
+
+def pending_badge() -> int | None:
+    """Pending dead letters for the navigation (ADR-004: a dead letter is not a state nobody reads)."""
+    with get_db().reading() as conn:
+        return queries.pending_count(conn) or None
+
+
+NAV_BADGES["deadletters.list_dead_letters"] = pending_badge

@@ -36,15 +36,18 @@ def private_postgres():
 
 
 class OrderStream:
-    """Threads that keep posting orders (GET the form, POST it); every answer is kept with its time."""
+    """Threads that keep posting orders (GET the form, POST it), and readers of the pages with navigation
+    badges (Laura's queue, Marta's dead letters); every answer is kept with its time."""
 
-    def __init__(self, base: str, users: list[str]):
+    def __init__(self, base: str, users: list[str], readers: dict[str, str]):
         self.base = base
-        self.sessions = [http_login(base, user) for user in users]
         self.answers: list[tuple[float, str, int, str]] = []     # (time, step, status, body or order id)
         self.errors: collections.Counter = collections.Counter()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._post_orders, args=(s,), daemon=True) for s in self.sessions]
+        self._threads = [threading.Thread(target=self._post_orders, args=(http_login(base, user),), daemon=True)
+                         for user in users]
+        self._threads += [threading.Thread(target=self._read, args=(http_login(base, user), page), daemon=True)
+                          for user, page in readers.items()]
 
     def __enter__(self):
         for thread in self._threads:
@@ -70,6 +73,14 @@ class OrderStream:
                 time.sleep(THINK_S)
             except requests.RequestException as exc:
                 self.errors[type(exc).__name__] += 1
+
+    def _read(self, session: requests.Session, page: str) -> None:
+        while not self._stop.is_set():
+            try:
+                self._keep("read", session.get(self.base + page, timeout=15))
+            except requests.RequestException as exc:
+                self.errors[type(exc).__name__] += 1
+            time.sleep(THINK_S)
 
     def _keep(self, step: str, response: requests.Response) -> None:
         detail = order_id_from(response.headers["Location"]) if response.status_code == 303 else response.text
@@ -100,7 +111,8 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
            "WEB_THREADS": "4", "DB_POOL_TIMEOUT_S": "2"}
     log_path = tmp_path / "gunicorn.log"
     with running_gunicorn(env, log_path=log_path) as base:
-        with OrderStream(base, ["vendedor1", "vendedor2"] * 3) as stream:
+        readers = {"laura": "/credit/queue", "marta": "/admin/dead-letters"}
+        with OrderStream(base, ["vendedor1", "vendedor2"] * 3, readers) as stream:
             _wait_for(lambda: len(stream.created_orders()) >= 20, timeout=30)
             outage_started = time.monotonic()
             for _ in range(RESTARTS):
@@ -116,7 +128,8 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
         statuses = stream.statuses()
         log = log_path.read_text(errors="replace")
         assert not [k for k in statuses if k[1] >= 500 and k[1] != 503], (statuses, log[-4000:])
-        assert set(statuses) <= {("get", 200), ("post", 303), ("get", 503), ("post", 503)}, statuses
+        assert set(statuses) <= {("get", 200), ("read", 200), ("post", 303), ("get", 503), ("read", 503),
+                                 ("post", 503)}, statuses
         assert not stream.errors, stream.errors                         # every request got an answer
         assert "Internal Server Error" not in log and '"status": 500' not in log
         # 503s only around the outage: none before it, none once Nexo had recovered.
