@@ -36,7 +36,8 @@ MESSAGES = {
 DATABASE_DOWN_READ = "La base de datos no responde. Probá de nuevo en unos segundos."
 DATABASE_DOWN_WRITE = ("La base de datos no responde, y no sabemos si la operación llegó a guardarse. "
                        "Volvé a la página en unos segundos y revisá su estado antes de repetirla.")
-# Endpoints whose POST is safe to repeat after an unknown outcome, and what to tell the person.
+# Endpoints whose POST is safe to repeat after an unknown outcome, and what to tell the person. Their
+# 503 page carries the posted form back with a button that sends it again, unchanged.
 # nexo/orders registers the order form: its requestId makes a repeat return the same order (ADR-005).
 RETRY_ADVICE: dict[str, str] = {}
 
@@ -78,10 +79,12 @@ def database_down(error):
     # name and without the navigation badges (nexo/__init__.load_user, nexo/navigation.py).
     g.database_unavailable = True
     if request.method in ("GET", "HEAD"):
-        message = DATABASE_DOWN_READ
-    else:
-        message = RETRY_ADVICE.get(request.endpoint or "", DATABASE_DOWN_WRITE)
-    return render_error(503, message)
+        return render_error(503, DATABASE_DOWN_READ)
+    if request.endpoint in RETRY_ADVICE:
+        # The same fields, requestId included: "confirm again" never depends on the browser's Back
+        # button keeping the form (a reloaded form would carry a new requestId).
+        return render_error(503, RETRY_ADVICE[request.endpoint], resubmit=list(request.form.items(multi=True)))
+    return render_error(503, DATABASE_DOWN_WRITE)
 
 
 for _exc in DatabaseUnavailable:

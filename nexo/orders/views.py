@@ -21,9 +21,9 @@ _REPLAYED_KEY = "orders.replayed"
 # A database outage can cut the order transaction before or after its commit. Confirming the same
 # form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
 RETRY_ADVICE["orders.new_order"] = (
-    "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos volvé "
-    "atrás y confirmá el mismo formulario otra vez: si ya se había guardado vas a ver ese mismo pedido, "
-    "nunca uno duplicado.")
+    "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos confirmá "
+    "el mismo formulario otra vez (con el botón de abajo): si ya se había guardado vas a ver ese mismo "
+    "pedido, nunca uno duplicado.")
 
 
 @bp.route("/orders/new", methods=["GET", "POST"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from tests.helpers import csrf_token
@@ -39,3 +40,11 @@ def order_id_from(location: str) -> str:
     match = _ORDER_URL.search(location)
     assert match, f"not an order URL: {location}"
     return match.group(1)
+
+
+def resubmitted_form(page: str) -> dict:
+    """The fields of the 503 page's "send the same form again" form."""
+    form = re.search(r"<form [^>]*data-resubmit>(.*?)</form>", page, re.S)
+    assert form, "no resubmit form on the 503 page"
+    return {html.unescape(name): html.unescape(value)
+            for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', form.group(1))}

@@ -14,7 +14,7 @@ import time
 import pytest
 import requests
 
-from tests.e2e.order_forms import form_data, order_id_from
+from tests.e2e.order_forms import form_data, order_id_from, resubmitted_form
 from tests.helpers import http_login, running_gunicorn
 from tests.private_postgres import PrivatePostgres
 
@@ -43,7 +43,7 @@ class OrderStream:
         self.base = base
         self.answers: list[tuple[float, str, int, str]] = []     # (time, step, status, body or order id)
         self.errors: collections.Counter = collections.Counter()
-        self.unanswered: list[tuple[requests.Session, dict]] = []  # order forms that got a 503, to confirm again
+        self.unanswered: list[tuple[requests.Session, dict, str]] = []  # (session, form sent, its 503 page)
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._post_orders, args=(http_login(base, user),), daemon=True)
                          for user in users]
@@ -72,7 +72,7 @@ class OrderStream:
                 answer = session.post(self.base + "/orders/new", data=data, allow_redirects=False, timeout=15)
                 self._keep("post", answer)
                 if answer.status_code == 503:
-                    self.unanswered.append((session, data))
+                    self.unanswered.append((session, data, answer.text))
                 time.sleep(THINK_S)
             except requests.RequestException as exc:
                 self.errors[type(exc).__name__] += 1
@@ -153,8 +153,10 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
         created = stream.created_orders() + [order_id_from(answer.headers["Location"])]
         # What the 503 page says is true: confirming the same form again (same requestId) gives the
         # order, the one that was kept if its commit went through before the connection was lost.
-        for poster, data in stream.unanswered:
-            again = poster.post(base + "/orders/new", data=data, allow_redirects=False, timeout=10)
+        for poster, sent, page in stream.unanswered:
+            resubmit = resubmitted_form(page)
+            assert resubmit == sent                                   # the page carries the very same form
+            again = poster.post(base + "/orders/new", data=resubmit, allow_redirects=False, timeout=10)
             assert again.status_code == 303, again.status_code
             created.append(order_id_from(again.headers["Location"]))
 

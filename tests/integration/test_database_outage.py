@@ -14,6 +14,7 @@ import pytest
 
 from nexo import create_app
 from nexo.db import Database
+from tests.e2e.order_forms import resubmitted_form
 from tests.helpers import csrf_token, free_port
 
 
@@ -79,8 +80,11 @@ def test_a_logged_in_page_during_an_outage_is_the_503_page(app_without_database)
 
 def test_the_order_form_posted_during_an_outage_says_the_same_form_can_be_confirmed_again(app_without_database):
     client, token = _logged_in(app_without_database)
-    response = client.post("/orders/new", data={"csrf_token": token, "request_id": str(uuid.uuid4())})
+    form = {"csrf_token": token, "request_id": str(uuid.uuid4()), "client_id": str(uuid.uuid4()),
+            "deposit_id": "CEN", "lines-0-sku": "COR-200", "lines-0-quantity": "2", "delivery_method": 'a "b" <c>'}
+    response = client.post("/orders/new", data=form)
     body = response.get_data(as_text=True)
     assert response.status_code == 503, body
     assert "confirmá el mismo formulario otra vez" in body and "nunca uno duplicado" in body
     assert "No se guardó nada" not in body
+    assert resubmitted_form(body) == form        # the button sends the same form, the same requestId
