@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Keep docs/architecture.md's table in step with this list.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations"}),
+    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input",
+                    "lock_order"}),
     ("platform", {"extensions", "audit", "telemetry", "processes", "security", "errors", "navigation"}),
     ("outbox", {"outbox"}),
     ("identity", {"auth"}),
