@@ -163,7 +163,7 @@ def test_a_nul_in_the_login_form_is_a_400_naming_the_field(client, field):
 @pytest.fixture
 def app_with_an_unvalidated_route():
     """The app plus a route that hands a form value to the database without validating it."""
-    application = create_app({"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
+    application = create_app(test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
     probe = Blueprint("probe_input", __name__)
 
     @probe.route("/_probe/echo", methods=["POST"])

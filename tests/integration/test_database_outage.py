@@ -7,6 +7,7 @@ sends our own connection exactly what a `pg_ctl restart -m fast` sends every con
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import psycopg
@@ -14,6 +15,7 @@ import pytest
 
 from nexo import create_app
 from nexo.db import Database
+from nexo.settings import Settings
 from tests.e2e.order_forms import resubmitted_form
 from tests.helpers import csrf_token, free_port
 
@@ -51,11 +53,11 @@ def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollba
 
 
 @pytest.fixture
-def app_without_database(monkeypatch):
+def app_without_database():
     """The app pointed at a port where no database listens (a stopped Postgres), failing fast."""
-    monkeypatch.setenv("DATABASE_URL", f"postgresql://postgres@127.0.0.1:{free_port()}/nexo")
-    monkeypatch.setenv("DB_POOL_TIMEOUT_S", "1")
-    application = create_app({"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
+    settings = Settings.from_env({**os.environ, "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nexo",
+                                  "DB_POOL_TIMEOUT_S": "1"})
+    application = create_app(settings, test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
     yield application
     application.extensions["nexo.db"].close()
 
