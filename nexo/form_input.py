@@ -23,8 +23,10 @@ from wtforms.validators import ValidationError
 # Unicode category Cc: U+0000-U+001F and U+007F-U+009F.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_LINE_BREAKS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# What a one-line field may carry at its ends; trimmed, never stored.
-TRIMMED = " \t\r\n"
+# What a one-line field may carry at its ends, trimmed and never stored: the white space str.strip()
+# removes (no-break and other Unicode spaces included), except the control characters other than
+# tab, CR and LF, which str.strip() would silently drop (\x0b, \x0c, \x1c-\x1f, \x85).
+TRIMMED = " \t\r\n\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 MESSAGE = "Tiene caracteres de control no permitidos (por ejemplo un byte nulo); escribilo de nuevo."
 
 

@@ -69,8 +69,8 @@ def read_rows(formdata) -> tuple[list[LineRow], str | None]:
         match = _LINE_KEY.fullmatch(key)
         if match:
             cells.setdefault(int(match.group(1)), {})[match.group(2)] = formdata.get(key, "")
-    # Trimmed of spaces, tabs and line breaks only: str.strip() would also drop control characters
-    # (\x1c-\x1f) that _row_error must see and refuse.
+    # Trimmed of white space but not of control characters (form_input.TRIMMED): str.strip() would
+    # drop \x1c-\x1f, which _row_error must see and refuse.
     rows = [LineRow(cells[i].get("sku", "").strip(TRIMMED), cells[i].get("quantity", "").strip(TRIMMED))
             for i in sorted(cells)]
     rows = [row for row in rows if row.sku or row.quantity]

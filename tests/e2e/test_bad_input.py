@@ -46,8 +46,8 @@ def test_a_control_character_at_the_end_of_an_sku_is_not_silently_dropped(db, cl
     assert response.status_code == 400 and "caracteres de control" in response.get_data(as_text=True)
 
 
-def test_spaces_tabs_and_line_breaks_around_an_sku_are_still_trimmed(db, client, auth):
-    assert _order_post(client, auth, lines=[("\tcor-200 \r\n", 1)]).status_code == 303
+def test_spaces_tabs_and_line_breaks_around_an_sku_or_quantity_are_still_trimmed(db, client, auth):
+    assert _order_post(client, auth, lines=[("\tcor-200\xa0\r\n", " 1\u3000")]).status_code == 303
 
 
 @pytest.mark.parametrize("quantity", ["١٢", "１２", "12\x00", "\x0012", "1\x002", "²", "1_000", "+3", "0x1"])
