@@ -16,6 +16,7 @@ import pytest
 from nexo import create_app
 from nexo.db import Database
 from nexo.settings import Settings
+from nexo.telemetry.recorder import recorder
 from tests.e2e.order_forms import resubmitted_form
 from tests.helpers import csrf_token, free_port
 
@@ -53,13 +54,14 @@ def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollba
 
 
 @pytest.fixture
-def app_without_database():
+def app_without_database(settings):
     """The app pointed at a port where no database listens (a stopped Postgres), failing fast."""
-    settings = Settings.from_env({**os.environ, "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nexo",
-                                  "DB_POOL_TIMEOUT_S": "1"})
-    application = create_app(settings, test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
+    down = Settings.from_env({**os.environ, "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nexo",
+                              "DB_POOL_TIMEOUT_S": "1"})
+    application = create_app(down, test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
     yield application
     application.extensions["nexo.db"].close()
+    recorder.configure(settings.database_url)     # create_app pointed this process's ops recorder at it
 
 
 def _logged_in(app):
