@@ -67,10 +67,15 @@ _FROM = """
 
 
 def count_capped(conn, f: ListFilter, cap: int) -> int:
-    """How many dead letters match, counting at most cap + 1 (so a huge backlog costs a bounded count)."""
+    """How many dead letters match, counting at most cap + 1 (so a huge backlog costs a bounded count).
+
+    Counted in the list's own order, so the count walks the same index as the page (newest failure
+    first) and stops at cap + 1, instead of a scan that may read the whole history for a rare filter.
+    """
     where, params = _where(f)
     return conn.execute(
-        f"SELECT count(*) AS n FROM (SELECT 1 {_FROM} WHERE {where} LIMIT %(cap_plus_one)s) AS candidates",
+        f"SELECT count(*) AS n FROM (SELECT 1 {_FROM} WHERE {where}"
+        " ORDER BY d.last_failed_at DESC, d.id DESC LIMIT %(cap_plus_one)s) AS candidates",
         {**params, "cap_plus_one": cap + 1},
     ).fetchone()["n"]
 
@@ -118,11 +123,21 @@ def groups(conn, *, destinations: tuple[str, ...], status: str = "pending") -> l
     ).fetchall()
 
 
-def clients(conn, destinations: tuple[str, ...]) -> list[dict]:
-    """Clients that have at least one dead letter in these destinations, for the list's filter."""
+def clients(conn, destinations: tuple[str, ...], selected: str | None = None) -> list[dict]:
+    """Clients with a pending dead letter in these destinations (and the selected one), for the list's filter.
+
+    Pending only: after years nearly every client has some resolved or discarded dead letter, so a
+    list of them all would be every client and cost a read of the whole history on each page
+    (issue 14); the pending ones are what the admin works on. The selected client stays listed.
+    """
     return conn.execute(
-        f"SELECT DISTINCT c.id, c.name {_FROM} WHERE d.destination = ANY(%s) ORDER BY c.name",
-        [list(destinations)],
+        f"""
+        SELECT c.id, c.name {_FROM} WHERE d.destination = ANY(%(destinations)s) AND d.status = 'pending'
+         UNION
+        SELECT id, name FROM client WHERE id = %(selected)s::uuid
+         ORDER BY name
+        """,
+        {"destinations": list(destinations), "selected": selected},
     ).fetchall()
 
 

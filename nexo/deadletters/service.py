@@ -137,7 +137,7 @@ def list_dead_letters(db: Database, f: queries.ListFilter, *, page: int, size: i
         # Rows past the cap are not served: the admin narrows the filter instead of paging forever.
         limit = max(0, min(size, CANDIDATE_CAP - offset))
         rows = queries.list_page(conn, f, limit=limit, offset=offset) if limit else []
-        clients = queries.clients(conn, f.destinations)
+        clients = queries.clients(conn, f.destinations, f.client_id)
     if truncated:
         log.warning("dead-letter list truncated at %d candidates (destinations=%s status=%s)",
                     CANDIDATE_CAP, ",".join(f.destinations), f.status or "any")

@@ -126,20 +126,34 @@ def pending_age_history(conn) -> dict[str, list[float]]:
     Rebuilt from the outbox itself rather than from snapshots, so the chart needs no sampler: an event
     was pending at t if it existed, was not yet delivered, and had no open dead letter at t (a replay
     resolves the dead letter and makes the event pending again; a discard keeps it FALLIDO for good).
+
+    Only three kinds of event can have been pending in the window, each read through an index so the
+    cost follows the last day, not the years of history (issue 14): the PENDIENTE ones; the delivered
+    ones delivered inside the window; and the FALLIDO ones whose dead letter opened inside it. A FALLIDO
+    event always has a dead letter opened in the same transaction (ADR-010), and from that moment it is
+    not pending (its latest dead letter is pending or discarded), so a FALLIDO event whose dead letters
+    all opened before the window was not pending at any mark. Their dead letters are read per event.
     """
     rows = conn.execute("""
         WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
-             candidates AS (
+             candidates AS MATERIALIZED (
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE status <> 'ENTREGADO'
+                  WHERE status = 'PENDIENTE'
+                 UNION ALL
+                 SELECT id, destination, created_at, delivered_at FROM outbox_event
+                  WHERE status = 'FALLIDO' AND id IN (SELECT event_id FROM dead_letter
+                                                       WHERE created_at > now() - %(hours)s * interval '1 hour')
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
                   WHERE status = 'ENTREGADO' AND destination = ANY(%(destinations)s)
-                    AND delivered_at > now() - %(hours)s * interval '1 hour')
+                    AND delivered_at > now() - %(hours)s * interval '1 hour'),
+             their_dead_letters AS MATERIALIZED (
+                 SELECT d.event_id, d.created_at, d.status, d.resolved_at
+                   FROM candidates c JOIN dead_letter d ON d.event_id = c.id)
         SELECT m.k, c.destination, extract(epoch FROM max(m.t - c.created_at))::float AS age_s
           FROM marks m
           JOIN candidates c ON c.created_at <= m.t AND (c.delivered_at IS NULL OR c.delivered_at > m.t)
-         WHERE NOT EXISTS (SELECT 1 FROM dead_letter d
+         WHERE NOT EXISTS (SELECT 1 FROM their_dead_letters d
                             WHERE d.event_id = c.id AND d.created_at <= m.t
                               AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
          GROUP BY m.k, c.destination""", {"hours": HOURS, "destinations": DESTINATIONS}).fetchall()

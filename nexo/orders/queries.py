@@ -1,4 +1,4 @@
-"""Read models of the order pages: the form's catalog and selects, an order with its effects, my orders."""
+"""Read models of the order pages: the form's SKU lookup and selects, an order with its effects, my orders."""
 
 from __future__ import annotations
 
@@ -13,19 +13,47 @@ def warehouses(conn) -> list[dict]:
     return conn.execute("SELECT id, name FROM warehouse ORDER BY id").fetchall()
 
 
-def catalog(conn) -> list[dict]:
-    """Every product with its server price (None: no authoritative price) and availability per warehouse."""
-    return conn.execute(
-        """
-        SELECT p.sku, p.name, pl.price_cents,
-               coalesce(jsonb_object_agg(s.warehouse_id, s.on_hand - s.reserved)
-                        FILTER (WHERE s.warehouse_id IS NOT NULL), '{}'::jsonb) AS available
-          FROM product p
-          LEFT JOIN price_list pl ON pl.product_id = p.id
-          LEFT JOIN stock_level s ON s.product_id = p.id
-         GROUP BY p.sku, p.name, pl.price_cents
-         ORDER BY p.sku
-        """).fetchall()
+# A catalog row: the product, its server price (None: no authoritative price, RN-03) and what is
+# available in each warehouse now.
+_CATALOG_ROW = """
+    SELECT p.sku, p.name, pl.price_cents,
+           coalesce((SELECT jsonb_object_agg(s.warehouse_id, s.on_hand - s.reserved)
+                       FROM stock_level s WHERE s.product_id = p.id), '{}'::jsonb) AS available
+      FROM found p
+      LEFT JOIN price_list pl ON pl.product_id = p.id
+     ORDER BY p.sku
+"""
+
+
+def _like_prefix(text: str) -> str:
+    """A LIKE pattern matching what starts with text (its own %, _ and \\ taken literally)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def find_skus(conn, text: str, *, limit: int, offset: int = 0) -> list[dict]:
+    """Catalog rows whose SKU, or the first word of whose name, starts with text; by SKU, one page.
+
+    Both prefixes are index ranges (migration 0080), so a lookup costs the same with 50 or 50,000
+    SKUs. Empty text: the catalog from its first SKU.
+    """
+    text = text.strip()
+    if not text:
+        found = "SELECT id, sku, name FROM product ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"
+    else:
+        found = """
+            SELECT id, sku, name FROM product WHERE sku LIKE %(sku)s
+             UNION
+            SELECT id, sku, name FROM product WHERE lower(name) LIKE %(name)s
+             ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"""
+    return conn.execute(f"WITH found AS ({found}) {_CATALOG_ROW}",
+                        {"sku": _like_prefix(text.upper()), "name": _like_prefix(text.lower()),
+                         "limit": limit, "offset": offset}).fetchall()
+
+
+def catalog_of(conn, skus: list[str]) -> list[dict]:
+    """Catalog rows of these SKUs (the lines a salesperson typed), by SKU; unknown SKUs are absent."""
+    return conn.execute(f"WITH found AS (SELECT id, sku, name FROM product WHERE sku = ANY(%s)) {_CATALOG_ROW}",
+                        [skus]).fetchall()
 
 
 def order_header(conn, order_id) -> dict | None:

@@ -18,6 +18,7 @@ bp = Blueprint("orders", __name__)
 # Who may look at any order besides the salesperson who entered it.
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 _REPLAYED_KEY = "orders.replayed"
+LOOKUP_PAGE = 20          # SKUs per page of the lookup, and on a fresh form
 # A database outage can cut the order transaction before or after its commit. Confirming the same
 # form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
 RETRY_ADVICE["orders.new_order"] = (
@@ -96,12 +97,30 @@ def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow],
 
 def _render_form(form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None,
                  status: int = 200, problems=()):
+    # Never the whole catalog (issue 14: 50,000 SKUs are megabytes, and each 422 would send them
+    # again): a fresh form shows the catalog's first page, an answer to a post the lines typed in it.
+    # The SKU lookup (/orders/skus) finds the rest.
+    typed = sorted({row.normalised_sku for row in rows if row.normalised_sku})
     with get_db().reading() as conn:
         context = {"clients": queries.clients(conn), "warehouses": queries.warehouses(conn),
-                   "catalog": queries.catalog(conn)}
+                   "catalog": queries.catalog_of(conn, typed) if request.method == "POST"
+                   else queries.find_skus(conn, "", limit=LOOKUP_PAGE)}
     return render_template("orders/new.html", form=form, request_id=request_id, rows=rows, errors=errors or {},
                            problems=problems, more_rows=min(len(rows) + MIN_ROWS, commands.MAX_LINES),
                            max_rows=commands.MAX_LINES, **context), status
+
+
+@bp.route("/orders/skus")
+@permission_required("orders.create")
+def find_skus():
+    """SKU lookup: SKUs or product names starting with `q`, with price and availability; a plain GET page."""
+    text = request.args.get("q", "")[:40]
+    page = max(1, request.args.get("page", type=int) or 1)
+    with get_db().reading() as conn:
+        found = queries.find_skus(conn, text, limit=LOOKUP_PAGE + 1, offset=(page - 1) * LOOKUP_PAGE)
+        warehouses = queries.warehouses(conn)
+    return render_template("orders/skus.html", q=text, page=page, catalog=found[:LOOKUP_PAGE],
+                           has_next=len(found) > LOOKUP_PAGE, warehouses=warehouses)
 
 
 @bp.route("/orders/<uuid:order_id>")

@@ -1,0 +1,154 @@
+"""No request path reads a big table sequentially once the data has grown (issue 14).
+
+The statements are not a hand-kept list: every page and form of the request paths is exercised
+through the app, each SQL statement it sends is recorded (psycopg's Cursor.execute, this thread
+only) and then EXPLAINed with the same parameters against a database holding more than 10,000 rows
+in each big table (bench/grow.py, the growth bench's loader, much smaller), after ANALYZE. A query
+added to any page tomorrow is checked by this test without editing it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+from bench import grow
+from tests.helpers import csrf_token
+
+pytestmark = pytest.mark.slow
+
+BIG = 10_000                                       # "a table with more than 10,000 rows" (issue 14)
+VOLUME = grow.Volume(orders=10_500, dead_letters=10_500, clients=2_000, skus=10_500)
+EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
+
+
+@pytest.fixture
+def grown(db):
+    """The Nexo morning plus the history, analysed; returns the row count of every table."""
+    with db.transaction() as tx:
+        grow.load(tx.conn, VOLUME)
+        tx.commit()
+    with db.transaction() as tx:
+        grow.analyze(tx.conn)
+        tx.commit()
+    with db.reading() as conn:
+        return {r["relname"]: r["reltuples"] for r in conn.execute(
+            "SELECT relname, reltuples FROM pg_class WHERE relkind = 'r'"
+            " AND relnamespace = 'public'::regnamespace").fetchall()}
+
+
+class Recorder:
+    """Every statement this thread sends through psycopg while `on` (the app's, not a background thread's)."""
+
+    def __init__(self):
+        self.statements: list[tuple[str, str, object]] = []
+        self.page = ""
+        self.thread = threading.get_ident()
+
+    def install(self, monkeypatch):
+        original = psycopg.Cursor.execute
+        recorder = self
+
+        def execute(cursor, query, params=None, **kwargs):
+            if threading.get_ident() == recorder.thread and recorder.page:
+                text = query if isinstance(query, str) else query.as_string(cursor.connection)
+                recorder.statements.append((recorder.page, text, params))
+            return original(cursor, query, params, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+
+
+def _seq_scans(plan: dict) -> list[str]:
+    found = [plan["Relation Name"]] if plan.get("Node Type") == "Seq Scan" else []
+    for child in plan.get("Plans", []):
+        found += _seq_scans(child)
+    return found
+
+
+def _visit(client, recorder, label: str, method: str, url: str, data: dict | None = None, ok=(200, 303)):
+    recorder.page = label
+    response = client.open(url, method=method, data=data)
+    recorder.page = ""
+    assert response.status_code in ok, f"{label}: HTTP {response.status_code}"
+    return response
+
+
+def _login(app, username: str):
+    client = app.test_client()
+    token = csrf_token(client.get("/login").get_data(as_text=True))
+    assert client.post("/login", data={"username": username, "password": "nexo-demo",
+                                       "csrf_token": token}).status_code == 302
+    return client
+
+
+def _order_form(token: str, client_id, lines) -> dict:
+    form = {"csrf_token": token, "request_id": str(uuid.uuid4()), "client_id": str(client_id), "deposit_id": "CEN"}
+    for i, (sku, quantity) in enumerate(lines):
+        form[f"lines-{i}-sku"], form[f"lines-{i}-quantity"] = sku, str(quantity)
+    return form
+
+
+def _exercise(app, db, recorder):
+    """Every request path of the issue, as its user: order entry, order pages, credit, dead letters, ops."""
+    with db.reading() as conn:
+        seller = conn.execute("SELECT id FROM app_user WHERE username = 'vendedor1'").fetchone()["id"]
+        own_order = conn.execute("SELECT id FROM orders WHERE salesperson_id = %s ORDER BY created_at DESC LIMIT 1",
+                                 [seller]).fetchone()["id"]
+        grown_client = conn.execute("SELECT id FROM client WHERE name LIKE 'Cliente 0%%' LIMIT 1").fetchone()["id"]
+        pending = conn.execute("SELECT id FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'"
+                               " ORDER BY created_at LIMIT 1").fetchone()["id"]
+        dead_letter = conn.execute("SELECT id FROM dead_letter ORDER BY id DESC LIMIT 1").fetchone()["id"]
+    client = _login(app, "vendedor1")
+    page = _visit(client, recorder, "GET /orders/new", "GET", "/orders/new").get_data(as_text=True)
+    token = csrf_token(page)
+    _visit(client, recorder, "GET /orders/skus (SKU)", "GET", "/orders/skus?q=GRW-0001&page=2")
+    _visit(client, recorder, "GET /orders/skus (name)", "GET", "/orders/skus?q=cab")
+    _visit(client, recorder, "POST /orders/new (confirmed)", "POST", "/orders/new",
+           _order_form(token, grown_client, [("GRW-000010", 1), ("GRW-000200", 2)]))
+    _visit(client, recorder, "POST /orders/new (422)", "POST", "/orders/new",
+           _order_form(token, grown_client, [("PRC-000", 1), ("GRW-000011", 1)]), ok=(422,))
+    _visit(client, recorder, "GET /orders", "GET", "/orders")
+    _visit(client, recorder, "GET /orders/<id>", "GET", f"/orders/{own_order}")
+    client = _login(app, "laura")
+    page = _visit(client, recorder, "GET /credit/queue", "GET", "/credit/queue").get_data(as_text=True)
+    _visit(client, recorder, "GET /credit/decided", "GET", "/credit/decided")
+    _visit(client, recorder, "POST approve", "POST", f"/credit/queue/{pending}/approve",
+           {"csrf_token": csrf_token(page), "note": ""})
+    client = _login(app, "sergio")
+    _visit(client, recorder, "GET /warehouse", "GET", "/warehouse")
+    client = _login(app, "marta")
+    _visit(client, recorder, "GET /ops", "GET", "/ops")
+    for label, query in (("first page", ""), ("destination + status", "?destination=fiscal&status=resolved"),
+                         ("pending", "?status=pending"), ("client", f"?client={grown_client}"),
+                         ("page 20", "?destination=warehouse&page=20")):
+        _visit(client, recorder, f"GET /admin/dead-letters {label}", "GET", f"/admin/dead-letters{query}")
+    _visit(client, recorder, "GET /admin/dead-letters/groups", "GET", "/admin/dead-letters/groups")
+    _visit(client, recorder, "GET /admin/dead-letters/<id>", "GET", f"/admin/dead-letters/{dead_letter}")
+    client = _login(app, "vendedor1")
+    _visit(client, recorder, "GET /metrics", "GET", "/metrics")
+
+
+def test_no_request_path_scans_a_big_table(app, db, grown, monkeypatch):
+    big = {table for table, rows in grown.items() if rows > BIG}
+    assert {"orders", "outbox_event", "dead_letter", "order_line", "stock_reservation", "delivery_attempt",
+            "idempotency_keys", "product", "stock_level"} <= big, f"the history did not load: {grown}"
+    recorder = Recorder()
+    recorder.install(monkeypatch)
+    _exercise(app, db, recorder)
+    monkeypatch.undo()
+    assert len({page for page, _, _ in recorder.statements}) >= 15, "a page sent no SQL: was it recorded?"
+    failures = []
+    with db.transaction() as tx:             # never committed: EXPLAIN does not run the statement anyway
+        for page, sql, params in recorder.statements:
+            if not sql.lstrip().upper().startswith(EXPLAINABLE):
+                continue
+            plan = tx.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()
+            root = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))
+            scanned = sorted(set(_seq_scans(root[0]["Plan"])) & big)
+            if scanned:
+                failures.append(f"{page}: Seq Scan on {', '.join(scanned)}\n    {' '.join(sql.split())[:300]}")
+    assert not failures, "sequential scans of big tables:\n" + "\n".join(failures)
