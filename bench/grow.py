@@ -150,6 +150,13 @@ STATEMENTS = [
                CASE WHEN a <= {FAILED_ATTEMPTS} AND e.attempts > 1 THEN 'HTTP 503' END, 40
           FROM outbox_event e, generate_series(1, e.attempts) AS a
          WHERE e.id >= {_uuid(EVENT, '0')} AND e.id <= {_uuid(EVENT, '2 * %(orders)s + 1')}"""),
+    # The order-transaction samples of the last day (nexo.ops.recorder purges older ones): /ops and
+    # /metrics read them, so their cost follows the orders of a day, which history does not change.
+    ("order_transaction_sample", f"""
+        INSERT INTO order_transaction_sample (occurred_at, seconds, outcome)
+        SELECT {_ORDER_AT}, 0.004 + (i %% 23) * 0.001,
+               CASE {_STATUS} WHEN 'CONFIRMADO' THEN 'confirmed' ELSE 'pending_authorization' END
+          FROM generate_series(greatest(1, %(orders)s - %(orders)s / 1095), %(orders)s) AS i"""),
     ("audit_log", """
         INSERT INTO audit_log (occurred_at, actor, action, object_type, object_id, details)
         SELECT resolved_at, 'marta', 'dead_letter.' || CASE status WHEN 'discarded' THEN 'discarded' ELSE 'replayed' END,

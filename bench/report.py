@@ -126,6 +126,9 @@ def table(results: dict) -> str:
             lines.append(f"    {r['wakeup']:<19} {r['workers']:>7} {r['rate']:>9.0f} {r['events']:>7} {_num(r['p50_ms']):>9}"
                          f" {_num(r['p99_ms']):>10} {_num(r['max_ms']):>10} {r['undelivered']:>12}")
         lines.append("")
+    if results.get("growth"):
+        from bench.growth import table as growth_table
+        lines += growth_table(results["growth"])
     lines += ["Targets (issue 8)", f"    {'target':<52} {'measured':>16}   {'goal':<15} verdict"]
     for t in results["targets"]:
         verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")

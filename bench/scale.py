@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from bench.grow import FULL, Volume
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -21,13 +23,17 @@ class Scale:
     clients: int = 200            # bench clients with huge credit limits (spread the credit row locks)
     skus: int = 200               # bench SKUs with huge stock (spread the stock row locks)
     buyers: int = 64              # hot-SKU buyers, and so the number of bench salespeople
+    growth_volume: Volume = FULL   # the history the growth phase loads (issue 14)
+    growth_entry_s: float = 8     # per order-entry measurement of the growth phase (twice: empty, grown)
+    page_s: float = 4             # per page-load measurement of the growth phase
 
 
 SCALES = {
     "full": Scale("full", pgbench_s=15, pgbench_scale=10, entry_s=15, warmup_s=2, relay_events=2000,
                   latency_s=20, latency_rate=50),
     "smoke": Scale("smoke", pgbench_s=3, pgbench_scale=10, entry_s=3, warmup_s=1, relay_events=300,
-                   latency_s=4, latency_rate=50),
+                   latency_s=4, latency_rate=50, growth_entry_s=2, page_s=1.5,
+                   growth_volume=Volume(orders=50_000, dead_letters=5_000, clients=10_000, skus=50_000)),
 }
 
 
@@ -47,9 +53,9 @@ def from_env(env: dict | None = None) -> Scale:
 
 
 def phases(env: dict | None = None) -> set[str]:
-    """The phases to run (BENCH_ONLY=pgbench,direct,http,hot,relay; default all), to iterate on one."""
+    """The phases to run (BENCH_ONLY=pgbench,direct,http,hot,relay,growth; default all), to iterate on one."""
     env = os.environ if env is None else env
-    every = {"pgbench", "direct", "http", "hot", "relay"}
+    every = {"pgbench", "direct", "http", "hot", "relay", "growth"}
     chosen = {p.strip() for p in env.get("BENCH_ONLY", "").split(",") if p.strip()}
     unknown = chosen - every
     if unknown:

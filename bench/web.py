@@ -9,6 +9,7 @@ order it was redirected to) would show and remove, so this is the browser's cook
 
 from __future__ import annotations
 
+import copy
 import http.client
 import re
 import time
@@ -25,7 +26,7 @@ IDLE_S = 1.0                  # gunicorn closes idle keep-alive connections afte
 class Salesperson:
     """One logged-in session with the CSRF token of its order form."""
 
-    def __init__(self, base_url: str, username: str, password: str):
+    def __init__(self, base_url: str, username: str, password: str, *, order_form: bool = True):
         parts = urlsplit(base_url)
         self.host, self.port = parts.hostname, parts.port
         self.username = username
@@ -38,7 +39,13 @@ class Salesperson:
         if status != 302:
             raise RuntimeError(f"login of {username} answered {status}")
         # Flask-WTF's token is bound to the session and valid for hours: one GET serves every later POST.
-        self.csrf = _token(self.request("GET", "/orders/new")[1])
+        self.csrf = _token(self.request("GET", "/orders/new")[1]) if order_form else ""
+
+    def another_tab(self) -> Salesperson:
+        """The same session on a connection of its own (one per load-generator thread)."""
+        twin = copy.copy(self)
+        twin._conn, twin._used = None, 0.0
+        return twin
 
     def request(self, method: str, path: str, form: dict | None = None, keep_cookie: bool = True) -> tuple[int, str]:
         """One request on the keep-alive connection; the session cookie is updated when keep_cookie."""

@@ -39,7 +39,7 @@ def queue():
     with get_db().reading() as conn:
         orders = queries.pending_orders(conn, client_id=filters.client_id, tier=filters.tier,
                                         salesperson_id=filters.salesperson_id)
-        choices = queries.filter_choices(conn)
+        choices = queries.filter_choices(conn, filters.client_id)
     return render_template("credit/queue.html", orders=orders, filters=filters, choices=choices,
                            filters_qs=request.query_string.decode("ascii", "replace"),
                            queue_limit=queries.QUEUE_LIMIT)
