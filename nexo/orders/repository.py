@@ -40,39 +40,116 @@ def link_request_to_order(conn, request_id, order_id) -> None:
     conn.execute("UPDATE idempotency_keys SET order_id = %s WHERE request_id = %s", [order_id, request_id])
 
 
-def find_client(conn, client_id) -> dict | None:
-    """The client's id, name and tier, or None when it does not exist."""
-    return conn.execute("SELECT id, name, tier FROM client WHERE id = %s", [client_id]).fetchone()
+@dataclass(frozen=True)
+class OrderContext:
+    """What the order needs to know before it writes: the client, whether the warehouse exists, the prices."""
+
+    client: dict | None                        # id, name, tier; None when the client does not exist
+    warehouse_exists: bool
+    products: dict[str, dict]                  # by SKU: product_id, sku, price_cents (None: no price, RN-03)
 
 
-def warehouse_exists(conn, warehouse_id: str) -> bool:
-    """True when the warehouse code exists."""
-    return conn.execute("SELECT 1 FROM warehouse WHERE id = %s", [warehouse_id]).fetchone() is not None
+def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderContext:
+    """The client, the warehouse check and the catalog rows of the SKUs with their list prices, in one read.
 
-
-def products_with_prices(conn, skus: list[str]) -> dict[str, dict]:
-    """Catalog rows by SKU with the server's list price (price_cents None when there is none, RN-03)."""
+    One statement instead of three point lookups: every round trip inside the order transaction is
+    time the client's and the stock rows' locks are held by someone (issue 14).
+    """
     rows = conn.execute(
         """
-        SELECT p.id AS product_id, p.sku, pl.price_cents
-          FROM product p LEFT JOIN price_list pl ON pl.product_id = p.id
-         WHERE p.sku = ANY(%s)
-        """, [skus]).fetchall()
-    return {row["sku"]: row for row in rows}
+        SELECT c.id AS client_id, c.name AS client_name, c.tier AS client_tier,
+               w.id IS NOT NULL AS warehouse_exists, p.id AS product_id, p.sku, pl.price_cents
+          FROM (SELECT 1) AS one
+          LEFT JOIN client c ON c.id = %(client)s
+          LEFT JOIN warehouse w ON w.id = %(warehouse)s
+          LEFT JOIN (product p LEFT JOIN price_list pl ON pl.product_id = p.id) ON p.sku = ANY(%(skus)s)
+        """, {"client": client_id, "warehouse": warehouse_id, "skus": skus}).fetchall()
+    first = rows[0]
+    client = None if first["client_id"] is None else {
+        "id": first["client_id"], "name": first["client_name"], "tier": first["client_tier"]}
+    products = {r["sku"]: {"product_id": r["product_id"], "sku": r["sku"], "price_cents": r["price_cents"]}
+                for r in rows if r["sku"] is not None}
+    return OrderContext(client, first["warehouse_exists"], products)
 
 
-def charge_credit(conn, client_id, amount_cents: int) -> bool:
-    """RN-01 as one conditional UPDATE: add the order to the exposure only if it stays within the limit.
+def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, salesperson_id: int, total_cents: int,
+                 delivery_method: str | None, lines: list[tuple]) -> str:
+    """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status.
 
-    The decision and the write are one statement on the client's row, so two orders of one client
-    serialise on that row and can never approve past the limit together (like ADR-002 for stock).
+    RN-01 stays one conditional UPDATE of the client's row (the `charged` CTE): the decision and the
+    write are one statement on that row, so two orders of one client serialise on it and never approve
+    past the limit together. Within the limit → CONFIRMADO; over it → PENDIENTE_AUTORIZACION (RN-02's
+    platinum tolerance is BLOCKED: every excess waits for the credit officer). Lines are
+    (product_id, sku, quantity, unit_price_cents), the price copied from the price list (RN-03).
     """
-    cursor = conn.execute(
+    products, skus, quantities, prices = (list(column) for column in zip(*lines, strict=True))
+    return conn.execute(
         """
-        UPDATE client SET exposure_cents = exposure_cents + %(amount)s
-         WHERE id = %(client)s AND exposure_cents + %(amount)s <= credit_limit_cents
-        """, {"amount": amount_cents, "client": client_id})
-    return cursor.rowcount == 1
+        WITH charged AS (
+                 UPDATE client SET exposure_cents = exposure_cents + %(total)s
+                  WHERE id = %(client)s AND exposure_cents + %(total)s <= credit_limit_cents
+                 RETURNING id),
+             decided AS (
+                 SELECT CASE WHEN EXISTS (SELECT 1 FROM charged) THEN 'CONFIRMADO'
+                             ELSE 'PENDIENTE_AUTORIZACION' END AS status),
+             new_order AS (
+                 INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,
+                                     billing_status, delivery_method)
+                 SELECT %(order)s, %(client)s, %(warehouse)s, %(salesperson)s, status, %(total)s,
+                        CASE status WHEN 'CONFIRMADO' THEN 'PENDIENTE_FACTURACION' ELSE 'NO_APLICA' END,
+                        %(delivery)s
+                   FROM decided
+                 RETURNING status),
+             new_lines AS (
+                 INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)
+                 SELECT %(order)s, product_id, sku, quantity, unit_price_cents
+                   FROM unnest(%(products)s::uuid[], %(skus)s::text[], %(quantities)s::integer[],
+                               %(prices)s::bigint[]) AS l(product_id, sku, quantity, unit_price_cents)),
+             linked AS (
+                 UPDATE idempotency_keys SET order_id = %(order)s WHERE request_id = %(request)s)
+        SELECT status FROM new_order
+        """,
+        {"order": order_id, "request": request_id, "client": client_id, "warehouse": warehouse_id,
+         "salesperson": salesperson_id, "total": total_cents, "delivery": delivery_method,
+         "products": products, "skus": skus, "quantities": quantities, "prices": prices}).fetchone()["status"]
+
+
+def reserve_lines(conn, *, order_id, warehouse_id: str, kind: str, lines: list[tuple]) -> set:
+    """ADR-002 for every line in one statement; returns the product ids reserved (a missing one: insufficient).
+
+    lines are (product_id, quantity) in the stock lock order (nexo/lock_order.py). The `locked` CTE
+    takes the stock rows FOR UPDATE in that order (the lock step runs above the sort), so two orders
+    still never deadlock; the UPDATE is
+    the conditional one, `on_hand - reserved >= quantity`, re-checked on the row's latest version, and
+    the CHECK disponible_no_negativo still refuses any writer that skips it. Each reserved row gets
+    its reservation; expires_at stays NULL because RN-07 (soft-reservation deadline) is BLOCKED.
+    """
+    products, quantities = (list(column) for column in zip(*lines, strict=True))
+    rows = conn.execute(
+        """
+        WITH wanted AS (
+                 SELECT * FROM unnest(%(products)s::uuid[], %(quantities)s::integer[]) WITH ORDINALITY
+                                   AS w(product_id, quantity, position)),
+             locked AS MATERIALIZED (
+                 SELECT s.product_id, w.quantity
+                   FROM stock_level s JOIN wanted w ON w.product_id = s.product_id
+                  WHERE s.warehouse_id = %(warehouse)s
+                  ORDER BY w.position
+                    FOR UPDATE OF s),
+             reserved AS (
+                 UPDATE stock_level s SET reserved = s.reserved + l.quantity
+                   FROM locked l
+                  WHERE s.product_id = l.product_id AND s.warehouse_id = %(warehouse)s
+                    AND s.on_hand - s.reserved >= l.quantity
+                 RETURNING s.product_id, l.quantity),
+             recorded AS (
+                 INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, expires_at)
+                 SELECT %(order)s, product_id, %(warehouse)s, quantity, %(kind)s, NULL FROM reserved)
+        SELECT product_id FROM reserved
+        """,
+        {"products": products, "quantities": quantities, "warehouse": warehouse_id, "order": order_id,
+         "kind": kind}).fetchall()
+    return {row["product_id"] for row in rows}
 
 
 def insert_order(conn, *, order_id, client_id, warehouse_id: str, salesperson_id: int, status: str,
@@ -85,32 +162,6 @@ def insert_order(conn, *, order_id, client_id, warehouse_id: str, salesperson_id
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
         """,
         [order_id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status, delivery_method])
-
-
-def insert_line(conn, *, order_id, product_id, sku: str, quantity: int, unit_price_cents: int) -> None:
-    """Insert one order line with the unit price copied from the price list (RN-03)."""
-    conn.execute(
-        "INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents) VALUES (%s, %s, %s, %s, %s)",
-        [order_id, product_id, sku, quantity, unit_price_cents])
-
-
-def reserve_line(conn, product_id, warehouse_id: str, quantity: int) -> bool:
-    """ADR-002: reserve only if the units are available; False (0 rows) means insufficient stock."""
-    cursor = conn.execute(
-        """
-        UPDATE stock_level SET reserved = reserved + %(qty)s
-         WHERE product_id = %(product)s AND warehouse_id = %(warehouse)s AND on_hand - reserved >= %(qty)s
-        """, {"qty": quantity, "product": product_id, "warehouse": warehouse_id})
-    return cursor.rowcount == 1
-
-
-def insert_reservation(conn, *, order_id, product_id, warehouse_id: str, quantity: int, kind: str) -> None:
-    """Record a reservation; expires_at stays NULL because RN-07 (soft-reservation deadline) is BLOCKED."""
-    conn.execute(
-        """
-        INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, expires_at)
-        VALUES (%s, %s, %s, %s, %s, NULL)
-        """, [order_id, product_id, warehouse_id, quantity, kind])
 
 
 def order_status(conn, order_id) -> str | None:
