@@ -15,7 +15,7 @@ from datetime import datetime
 import redis
 
 from bench import data as bench_data
-from bench import growth, hot_sku, machine, order_entry, pgbench, profile, relay, report
+from bench import growth, hot_sku, machine, mixed, order_entry, pgbench, profile, relay, report
 from bench import scale as scales
 from bench.cpu import CpuMeter
 from bench.stack import ROOT, Stack
@@ -84,6 +84,8 @@ def main() -> int:
             _web(run, phases)
         if "relay" in phases:
             _relay(run)
+        if "mixed" in phases:
+            results["mixed"] = mixed.run(run)
         if "growth" in phases:
             # Last: it loads a million orders into the database every other phase measured empty.
             results["growth"] = growth.run(run)

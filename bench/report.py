@@ -126,6 +126,9 @@ def table(results: dict) -> str:
             lines.append(f"    {r['wakeup']:<19} {r['workers']:>7} {r['rate']:>9.0f} {r['events']:>7} {_num(r['p50_ms']):>9}"
                          f" {_num(r['p99_ms']):>10} {_num(r['max_ms']):>10} {r['undelivered']:>12}")
         lines.append("")
+    if results.get("mixed"):
+        from bench.mixed import table as mixed_table
+        lines += mixed_table(results["mixed"])
     if results.get("growth"):
         from bench.growth import table as growth_table
         lines += growth_table(results["growth"])

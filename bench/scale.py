@@ -26,13 +26,16 @@ class Scale:
     growth_volume: Volume = FULL   # the history the growth phase loads (issue 14)
     growth_entry_s: float = 8     # per order-entry measurement of the growth phase (twice: empty, grown)
     page_s: float = 4             # per page-load measurement of the growth phase
+    mixed_rates: tuple = (50, 100, 150, 200, 250, 300, 400)   # orders/s of the mixed phase's steps
+    mixed_step_s: float = 10      # seconds per step of the mixed phase
 
 
 SCALES = {
     "full": Scale("full", pgbench_s=15, pgbench_scale=10, entry_s=15, warmup_s=2, relay_events=2000,
                   latency_s=20, latency_rate=50),
     "smoke": Scale("smoke", pgbench_s=3, pgbench_scale=10, entry_s=3, warmup_s=1, relay_events=300,
-                   latency_s=4, latency_rate=50, growth_entry_s=2, page_s=1.5,
+                   latency_s=4, latency_rate=50, growth_entry_s=2, page_s=1.5, mixed_rates=(50, 100, 200),
+                   mixed_step_s=3,
                    growth_volume=Volume(orders=50_000, dead_letters=5_000, clients=10_000, skus=50_000)),
 }
 
@@ -53,9 +56,9 @@ def from_env(env: dict | None = None) -> Scale:
 
 
 def phases(env: dict | None = None) -> set[str]:
-    """The phases to run (BENCH_ONLY=pgbench,direct,http,hot,relay,growth; default all), to iterate on one."""
+    """The phases to run (BENCH_ONLY=pgbench,direct,http,hot,relay,mixed,growth; default all), to iterate on one."""
     env = os.environ if env is None else env
-    every = {"pgbench", "direct", "http", "hot", "relay", "growth"}
+    every = {"pgbench", "direct", "http", "hot", "relay", "mixed", "growth"}
     chosen = {p.strip() for p in env.get("BENCH_ONLY", "").split(",") if p.strip()}
     unknown = chosen - every
     if unknown:

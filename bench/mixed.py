@@ -1,0 +1,145 @@
+"""Mixed phase (issue 14): HTTP orders at a rising rate against the whole system as `make run` starts it.
+
+Web (gunicorn), two relay workers, the sweeper and both fakes share the cores with Postgres, Redis and
+this load generator. Each step posts the order form open-loop at a fixed rate (a slow answer does not
+delay the next order; latency counts from the moment the order was due, so a generator that falls
+behind shows it) while a sampler reads the age of the oldest PENDIENTE event five times a second. A
+step is sustained when every POST got its 303, the rate was reached, and the oldest PENDIENTE event
+stayed under a second; the phase stops at the first step that is not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import redis
+
+from bench import relay
+from bench.cpu import CpuMeter
+from bench.load import percentile
+from bench.web import log_in_all
+
+RELAY_WORKERS = 2               # make run's (RELAY_WORKERS' default)
+SENDERS = 32                    # generator threads, each with its own keep-alive connection
+MAX_PENDING_AGE_S = 1.0         # issue 14: "the oldest PENDIENTE event stays under 1 s"
+OLDEST_PENDING = ("SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age"
+                  " FROM outbox_event WHERE status = 'PENDIENTE'")
+
+
+def _sample_pending(db, stop: threading.Event, ages: list[float]) -> None:
+    while not stop.wait(0.2):
+        with db.reading() as conn:
+            ages.append(conn.execute(OLDEST_PENDING).fetchone()["age"])
+
+
+def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
+    count = int(rate * seconds)
+    lock, nxt = threading.Lock(), [0]
+    latencies: list[float] = []
+    errors: list[str] = []
+    ages: list[float] = []
+    stop = threading.Event()
+
+    def send(person, rng_seed: int) -> None:
+        import random
+        rng = random.Random(rng_seed)
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= count:
+                return
+            due = start + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                status, _ = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
+                error = None if status == 303 else f"HTTP {status}"
+            except Exception as exc:          # a failed request is a measured error
+                error = f"{type(exc).__name__}: {exc}"[:120]
+            with lock:
+                (errors.append(error) if error else latencies.append(time.perf_counter() - due))
+
+    sampler = threading.Thread(target=_sample_pending, args=(db, stop, ages), daemon=True)
+    meter.start()
+    start = time.perf_counter() + 0.05
+    sampler.start()
+    threads = [threading.Thread(target=send, args=(tabs[i], i * 31 + int(rate)), daemon=True) for i in range(SENDERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=seconds + 120)
+    took = time.perf_counter() - start
+    cpu = meter.per_op(count)
+    # The events of the step's last orders: wait until they are delivered (or the backlog is obvious).
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (not ages or ages[-1] > 0):
+        time.sleep(0.2)
+    stop.set()
+    sampler.join()
+    ms = [x * 1000 for x in latencies]
+    worst_age = max(ages) if ages else None
+    achieved = len(latencies) / took if took else 0.0
+    return {"rate": rate, "seconds": seconds, "orders": count, "ok": len(latencies), "errors": len(errors),
+            "error_samples": sorted(set(errors))[:3], "achieved_per_s": round(achieved, 1),
+            "p50_ms": _round(percentile(ms, 50)), "p99_ms": _round(percentile(ms, 99)),
+            "oldest_pending_max_s": None if worst_age is None else round(worst_age, 3),
+            "cpu_ms_per_order": cpu,
+            "sustained": not errors and achieved >= 0.95 * rate and worst_age is not None
+            and worst_age < MAX_PENDING_AGE_S}
+
+
+def _round(value):
+    return None if value is None else round(value, 1)
+
+
+def run(run) -> dict:
+    """The rising-rate steps against web + workers + sweeper + fakes; stops at the first unsustained step."""
+    stack, db, data, scale = run.stack, run.db, run.data, run.scale
+    connection = redis.Redis.from_url(stack.env["REDIS_URL"])
+    relay._reset(db, connection)
+    if not stack.fakes:
+        stack.start_fakes()
+    url = stack.start_web()
+    procs = stack.start_workers(RELAY_WORKERS) + [stack.start("sweeper")]
+    people = log_in_all(url, data.usernames[:8], data.password)
+    tabs = [people[i % len(people)].another_tab() for i in range(SENDERS)]
+    trees = {"gunicorn": [stack.web.pid], "relay": [p.pid for p in procs], "fakes": [p.pid for p in stack.fakes]}
+    steps = []
+    try:
+        for rate in scale.mixed_rates:
+            print(f"[bench] (7) mixed: HTTP orders at {rate:g}/s for {scale.mixed_step_s:g} s, relay as make run",
+                  flush=True)
+            meter = CpuMeter(run.database_url, run.redis_url, trees, include_self="load generator")
+            step = _step(tabs, data, db, rate, scale.mixed_step_s, meter)
+            steps.append(step)
+            if not step["sustained"]:
+                break
+    finally:
+        for proc in procs:
+            stack.stop(proc)
+        stack.stop(stack.web)
+    sustained = [s for s in steps if s["sustained"]]
+    best = sustained[-1] if sustained else None
+    return {"relay_workers": RELAY_WORKERS, "senders": SENDERS, "steps": steps,
+            "highest_sustained_rate": best and best["rate"], "p99_ms_at_highest": best and best["p99_ms"]}
+
+
+def table(mixed: dict) -> list[str]:
+    """The mixed phase's lines of the printed table."""
+    lines = [f"(7) mixed: HTTP orders at a rising rate, web + {mixed['relay_workers']} relay workers + sweeper + fakes"
+             " (make run's shape), oldest PENDIENTE sampled every 0.2 s",
+             "    rate/s  achieved/s   p50 ms   p99 ms  errors  oldest PENDIENTE max s  sustained"
+             "   CPU ms/order: gunicorn · relay · fakes · postgres · redis · load generator"]
+    for s in mixed["steps"]:
+        cpu = s["cpu_ms_per_order"]
+        parts = " · ".join(f"{cpu.get(k, 0):.1f}" for k in ("gunicorn", "relay", "fakes", "postgres", "redis",
+                                                            "load generator"))
+        lines.append(f"    {s['rate']:>6g} {s['achieved_per_s']:>11} {s['p50_ms']!s:>8} {s['p99_ms']!s:>8}"
+                     f" {s['errors']:>7} {s['oldest_pending_max_s']!s:>22}  {'yes' if s['sustained'] else 'NO':>9}   {parts}")
+    best = mixed["highest_sustained_rate"]
+    lines.append(f"    highest sustained rate: {best if best is not None else 'none'} orders/s"
+                 + (f", POST p99 {mixed['p99_ms_at_highest']} ms" if best is not None else ""))
+    return lines + [""]
