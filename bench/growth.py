@@ -12,6 +12,7 @@ import time
 
 import psycopg
 
+from bench import data as bench_data
 from bench import grow, order_entry
 from bench.cpu import CpuMeter
 from bench.load import closed_loop
@@ -45,12 +46,14 @@ def _page(sessions: list[Salesperson], path: str, duration_s: float, warmup_s: f
 
 
 def forget_bench_telemetry(db) -> None:
-    """Delete the order-transaction samples and signal events the bench's own orders left (bench-only).
+    """Delete what the bench's own orders left: samples, signal events and undelivered events (bench-only).
 
-    /ops and /metrics read the last day's samples: thousands of bench orders a minute earlier would
-    make them slower in whichever stage came second, and that cost follows the orders of a day, not
+    /ops and /metrics read the last day's samples and the current backlog: thousands of bench orders
+    a minute earlier (their events undelivered, no relay runs in these phases) would make them slower
+    in whichever stage came second, and that cost follows the orders of a day and the backlog, not
     the years of history this phase is about. The history brings its own last day of samples.
     """
+    bench_data.retire_pending_events(db)
     with db.transaction() as tx:
         tx.execute("DELETE FROM order_transaction_sample")
         tx.execute("DELETE FROM ops_signal_event")

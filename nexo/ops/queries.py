@@ -128,17 +128,28 @@ def pending_age_history(conn) -> dict[str, list[float]]:
     resolves the dead letter and makes the event pending again; a discard keeps it FALLIDO for good).
 
     Only three kinds of event can have been pending in the window, each read through an index so the
-    cost follows the last day, not the years of history (issue 14): the PENDIENTE ones; the delivered
-    ones delivered inside the window; and the FALLIDO ones whose dead letter opened inside it. A FALLIDO
-    event always has a dead letter opened in the same transaction (ADR-010), and from that moment it is
-    not pending (its latest dead letter is pending or discarded), so a FALLIDO event whose dead letters
-    all opened before the window was not pending at any mark. Their dead letters are read per event.
+    cost follows the last day and the backlog, not the years of history (issue 14): the PENDIENTE
+    ones; the delivered ones delivered inside the window; and the FALLIDO ones whose dead letter
+    opened inside it. A FALLIDO event always has a dead letter opened in the same transaction
+    (ADR-010), and from then on it is not pending (its latest dead letter is pending or discarded), so
+    a FALLIDO event whose dead letters all opened before the window was not pending at any mark.
+    A PENDIENTE event that never had a dead letter was pending at every mark since its creation, so of
+    those only the oldest per destination can be the oldest at any mark: a backlog of thousands (a bad
+    day, when this page is read) costs one pass over it, not one per hour mark.
     """
     rows = conn.execute("""
         WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
+             pending AS MATERIALIZED (
+                 SELECT e.id, e.destination, e.created_at, e.delivered_at,
+                        EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id) AS had_dead_letter
+                   FROM outbox_event e
+                  WHERE e.status = 'PENDIENTE'),
              candidates AS MATERIALIZED (
-                 SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE status = 'PENDIENTE'
+                 SELECT id, destination, created_at, delivered_at FROM pending WHERE had_dead_letter
+                 UNION ALL
+                 (SELECT DISTINCT ON (destination) id, destination, created_at, delivered_at
+                    FROM pending WHERE NOT had_dead_letter
+                   ORDER BY destination, created_at)
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
                   WHERE status = 'FALLIDO' AND id IN (SELECT event_id FROM dead_letter

@@ -6,6 +6,7 @@ order-transaction samples; this test must see only the rows it wrote.
 
 from __future__ import annotations
 
+import random
 import uuid
 
 import psycopg
@@ -103,3 +104,75 @@ def test_pending_age_history_follows_delivery_failure_replay_and_discard(snapsho
     assert ago[2]["fiscal"] == pytest.approx(6 * 3600)               # replayed 3 h ago: pending again
     assert ago[0]["fiscal"] == pytest.approx(8 * 3600)
     assert ago[19]["fiscal"] == 0 and ago[20]["fiscal"] == 0         # the discarded one, after it failed
+
+
+# The definition of the chart, as first written: every unsettled event and every event delivered in
+# the window, each checked at every mark. pending_age_history reads far fewer rows (issue 14) and
+# must answer exactly the same.
+_REFERENCE_HISTORY = """
+    WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, 24) AS k),
+         candidates AS (
+             SELECT id, destination, created_at, delivered_at FROM outbox_event WHERE status <> 'ENTREGADO'
+             UNION ALL
+             SELECT id, destination, created_at, delivered_at FROM outbox_event
+              WHERE status = 'ENTREGADO' AND delivered_at > now() - interval '24 hours')
+    SELECT m.k, c.destination, extract(epoch FROM max(m.t - c.created_at))::float AS age_s
+      FROM marks m
+      JOIN candidates c ON c.created_at <= m.t AND (c.delivered_at IS NULL OR c.delivered_at > m.t)
+     WHERE NOT EXISTS (SELECT 1 FROM dead_letter d
+                        WHERE d.event_id = c.id AND d.created_at <= m.t
+                          AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
+     GROUP BY m.k, c.destination"""
+
+
+def test_pending_age_history_matches_its_definition_on_mixed_outboxes(snapshot):
+    conn = snapshot
+    order_id = uuid.uuid4()
+    conn.execute("""
+        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents)
+        SELECT %s, c.id, 'CEN', u.id, 'CONFIRMADO', 100 FROM client c, app_user u
+         WHERE c.name = 'Corralón del Sur' AND u.username = 'vendedor1'""", [order_id])
+    for seed in range(40):            # small outboxes, so no single old event hides every other case
+        conn.execute("DELETE FROM dead_letter")
+        conn.execute("DELETE FROM outbox_event")
+        _random_outbox(conn, random.Random(seed), order_id, events=8)
+        expected = {d: [0.0] * 25 for d in queries.DESTINATIONS}
+        for row in conn.execute(_REFERENCE_HISTORY).fetchall():
+            expected[row["destination"]][24 - row["k"]] = row["age_s"]
+        history = queries.pending_age_history(conn)
+        for destination in queries.DESTINATIONS:
+            assert history[destination] == pytest.approx(expected[destination]), f"seed {seed}, {destination}"
+
+
+def _random_outbox(conn, rng: random.Random, order_id, events: int) -> None:
+    for _ in range(events):
+        destination = rng.choice(["fiscal", "warehouse"])
+        created = rng.uniform(0.1, 36)                                    # hours ago, some before the window
+        status = rng.choice(["PENDIENTE", "ENTREGADO", "ENTREGADO", "FALLIDO", "FALLIDO"])
+        delivered = rng.uniform(0, created) if status == "ENTREGADO" else None
+        event_id = uuid.uuid4()
+        conn.execute("""
+            INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, created_at,
+                                      delivered_at)
+            VALUES (%s, %s, %s, %s, '{}', %s, now() - make_interval(secs => %s * 3600),
+                    now() - make_interval(secs => %s * 3600))""",
+                     [event_id, order_id, {"fiscal": "billing.intent_recorded",
+                                           "warehouse": "order.handoff_requested"}[destination],
+                      destination, status, created, delivered])
+        # FALLIDO: its latest dead letter is pending or discarded; any event may have had resolved ones.
+        letters = 1 if status == "FALLIDO" else rng.choice([0, 0, 1, 2])
+        if status == "FALLIDO":
+            letters += rng.choice([0, 1])
+        opened = created
+        for n in range(letters):
+            opened = rng.uniform(0, opened)
+            last = n == letters - 1
+            state = rng.choice(["pending", "discarded"]) if status == "FALLIDO" and last else "resolved"
+            resolved = None if state == "pending" else rng.uniform(0, opened)
+            conn.execute("""
+                INSERT INTO dead_letter (event_id, destination, status, attempts, error_signature, first_failed_at,
+                                         last_failed_at, created_at, resolved_at)
+                VALUES (%s, %s, %s, 8, 'x', now(), now(), now() - make_interval(secs => %s * 3600),
+                        now() - make_interval(secs => %s * 3600))""",
+                         [event_id, destination, state, opened, resolved])
+            opened = resolved if resolved is not None else opened
