@@ -24,10 +24,10 @@ class Scale:
     skus: int = 200               # bench SKUs with huge stock (spread the stock row locks)
     buyers: int = 64              # hot-SKU buyers, and so the number of bench salespeople
     growth_volume: Volume = FULL   # the history the growth phase loads (issue 14)
-    growth_entry_s: float = 8     # per order-entry measurement of the growth phase (twice: empty, grown)
-    page_s: float = 4             # per page-load measurement of the growth phase
-    mixed_rates: tuple = (50, 100, 150, 200, 250, 300, 400)   # orders/s of the mixed phase's steps
-    mixed_step_s: float = 10      # seconds per step of the mixed phase
+    growth_entry_s: float = 6     # per order-entry measurement of the growth phase (twice: empty, grown)
+    page_s: float = 3             # per page-load measurement of the growth phase
+    mixed_rates: tuple = (50, 75, 100, 150, 200, 250, 300)   # orders/s of the mixed phase's steps
+    mixed_step_s: float = 8      # seconds per step of the mixed phase
 
 
 SCALES = {
