@@ -73,7 +73,7 @@ STATEMENTS = [
     ("orders", f"""
         INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status,
                             invoice_number, handoff_ticket, created_at, decided_at, decided_by, decision_note)
-        SELECT {_uuid(ORDER, 'i')}, {_uuid(CLIENT, '(1 + (i * 7919) %% %(clients)s)')},
+        SELECT {_uuid(ORDER, 'i')}, {_uuid(CLIENT, '(1 + (i::bigint * 7919) %% %(clients)s)')},
                CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
                (%(sellers)s::bigint[])[1 + i %% cardinality(%(sellers)s::bigint[])], status,
                (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}

@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
             # The 503 page of a database outage is drawn as for an anonymous visitor: asking the
             # database for the user again would fail again (and turn the 503 into a 500).
             return None
-        with get_db().reading() as conn:
+        with get_db().reading_one() as conn:
             return auth.service.load_user(conn, int(user_id))
 
     @app.before_request
