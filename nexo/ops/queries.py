@@ -135,7 +135,8 @@ def pending_age_history(conn) -> dict[str, list[float]]:
     a FALLIDO event whose dead letters all opened before the window was not pending at any mark.
     A PENDIENTE event that never had a dead letter was pending at every mark since its creation, so of
     those only the oldest per destination can be the oldest at any mark: a backlog of thousands (a bad
-    day, when this page is read) costs one pass over it, not one per hour mark.
+    day, when this page is read) costs one pass over it, not one per hour mark. Of the delivered
+    ones, only those pending across an hour mark are kept (most were delivered within a second).
     """
     rows = conn.execute("""
         WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
@@ -157,10 +158,13 @@ def pending_age_history(conn) -> dict[str, list[float]]:
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
                   WHERE status = 'ENTREGADO' AND destination = ANY(%(destinations)s)
-                    AND delivered_at > now() - %(hours)s * interval '1 hour'),
+                    AND delivered_at > now() - %(hours)s * interval '1 hour'
+                    -- pending at some mark: one falls in [created_at, delivered_at)
+                    AND floor(extract(epoch FROM now() - created_at) / 3600)
+                        > floor(extract(epoch FROM now() - delivered_at) / 3600)),
              their_dead_letters AS MATERIALIZED (
-                 SELECT d.event_id, d.created_at, d.status, d.resolved_at
-                   FROM candidates c JOIN dead_letter d ON d.event_id = c.id)
+                 SELECT event_id, created_at, status, resolved_at FROM dead_letter
+                  WHERE event_id = ANY (ARRAY(SELECT id FROM candidates)))
         SELECT m.k, c.destination, extract(epoch FROM max(m.t - c.created_at))::float AS age_s
           FROM marks m
           JOIN candidates c ON c.created_at <= m.t AND (c.delivered_at IS NULL OR c.delivered_at > m.t)
