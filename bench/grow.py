@@ -50,6 +50,7 @@ _STATUS = ("CASE WHEN i %% 500 = 0 THEN 'RECHAZADO'"
            " WHEN i > %(orders)s - 140 AND i %% 7 = 0 THEN 'PENDIENTE_AUTORIZACION' ELSE 'CONFIRMADO' END")
 _DEAD = "(i %% %(step)s = 3 %% %(step)s AND i %% 500 <> 0 AND NOT (i > %(orders)s - 140 AND i %% 7 = 0))"
 _DEAD_K = "((i / %(step)s) %% 2)"                                 # which of the two events failed
+_DISCARDED = "((i / %(step)s) %% 5 = 0)"                          # one dead letter in five was discarded
 
 STATEMENTS = [
     ("client", f"""
@@ -112,13 +113,13 @@ STATEMENTS = [
                CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END,
                jsonb_build_object('order_id', {_uuid(ORDER, 'i')}, 'warehouse_id', 'CEN', 'currency', 'ARS',
                                   'total_cents', i),
-               CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR i %% 5 = 0 THEN 'FALLIDO'
+               CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR {_DISCARDED} THEN 'FALLIDO'
                     ELSE 'ENTREGADO' END,
-               CASE WHEN dead THEN {FAILED_ATTEMPTS} + CASE WHEN i > last_pending OR i %% 5 = 0 THEN 0 ELSE 1 END
+               CASE WHEN dead THEN {FAILED_ATTEMPTS} + CASE WHEN i > last_pending OR {_DISCARDED} THEN 0 ELSE 1 END
                     ELSE 1 END,
                CASE WHEN dead THEN {FAILED_ATTEMPTS} ELSE 0 END, at, at,
                CASE WHEN NOT dead THEN at + interval '80 milliseconds'
-                    WHEN i > last_pending OR i %% 5 = 0 THEN NULL ELSE at + interval '1 day' END
+                    WHEN i > last_pending OR {_DISCARDED} THEN NULL ELSE at + interval '1 day' END
           FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
                LATERAL (SELECT {_ORDER_AT} AS at, {_DEAD} AND k = {_DEAD_K} AS dead,
                                %(orders)s - %(pending_dead)s * %(step)s AS last_pending) AS x
@@ -136,7 +137,7 @@ STATEMENTS = [
                LATERAL (SELECT {_ORDER_AT} AS at,
                                CASE {_DEAD_K} WHEN 0 THEN 'fiscal' ELSE 'warehouse' END AS d,
                                CASE WHEN i > %(orders)s - %(pending_dead)s * %(step)s THEN 'pending'
-                                    WHEN i %% 5 = 0 THEN 'discarded' ELSE 'resolved' END AS s) AS x
+                                    WHEN {_DISCARDED} THEN 'discarded' ELSE 'resolved' END AS s) AS x
          WHERE {_DEAD}"""),
     # One attempt per delivered try: the successful one, and a failed event's eight.
     ("delivery_attempt", f"""

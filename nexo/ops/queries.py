@@ -153,8 +153,9 @@ def pending_age_history(conn) -> dict[str, list[float]]:
                    ORDER BY destination, created_at)
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE status = 'FALLIDO' AND id IN (SELECT event_id FROM dead_letter
-                                                       WHERE created_at > now() - %(hours)s * interval '1 hour')
+                  WHERE status = 'FALLIDO'
+                    AND id = ANY (ARRAY(SELECT event_id FROM dead_letter
+                                         WHERE created_at > now() - %(hours)s * interval '1 hour'))
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
                   WHERE status = 'ENTREGADO' AND destination = ANY(%(destinations)s)

@@ -31,16 +31,17 @@ def delivered_handoffs(conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list
 def handoff_counts(conn) -> dict:
     """How many handoffs arrived (at most DELIVERED_COUNT_CAP + 1), and how many are on the way or failed.
 
-    Each count reads its own partial index (delivered: migration 0040; unsettled: 0050). Counting every
-    handoff ever delivered would read the whole history on each page view (issue 14), so that count
-    stops one past the cap, like the dead-letter list's.
+    Each count reads its own partial index (delivered: migration 0040; pending: 0003; failed: 0080).
+    Counting every handoff ever delivered would read the whole history on each page view (issue 14),
+    so that count stops one past the cap, like the dead-letter list's.
     """
     return conn.execute(
         """
         SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_event
                                        WHERE destination = 'warehouse' AND status = 'ENTREGADO'
                                        ORDER BY delivered_at DESC LIMIT %s) AS recent) AS delivered,
-               count(*) FILTER (WHERE status = 'PENDIENTE') AS on_the_way,
-               count(*) FILTER (WHERE status = 'FALLIDO') AS failed
-          FROM outbox_event WHERE destination = 'warehouse' AND status <> 'ENTREGADO'
+               (SELECT count(*) FROM outbox_event
+                 WHERE destination = 'warehouse' AND status = 'PENDIENTE') AS on_the_way,
+               (SELECT count(*) FROM outbox_event
+                 WHERE destination = 'warehouse' AND status = 'FALLIDO') AS failed
         """, [DELIVERED_COUNT_CAP + 1]).fetchone()
