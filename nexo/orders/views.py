@@ -99,9 +99,10 @@ def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow],
 def _render_form(form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None,
                  status: int = 200, problems=()):
     # Never the whole catalog (issue 14: 50,000 SKUs are megabytes, and each 422 would send them
-    # again): a fresh form shows the catalog's first page, an answer to a post the lines typed in it.
+    # again): a fresh form shows the catalog's first page, an answer to a post the well-formed lines
+    # typed in it (a malformed one, e.g. a control character, is never sent to the database).
     # The SKU lookup (/orders/skus) finds the rest.
-    typed = sorted({row.normalised_sku for row in rows if row.normalised_sku})
+    typed = sorted({row.normalised_sku for row in rows if row.normalised_sku and not row.error})
     with get_db().reading() as conn:
         context = {"clients": queries.clients(conn), "warehouses": queries.warehouses(conn),
                    "catalog": queries.catalog_of(conn, typed) if request.method == "POST"
