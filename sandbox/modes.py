@@ -6,6 +6,7 @@ relay's deadline, byte cap and storable error text are tested over real HTTP aga
 misbehaving server, not against a mock (`POST /__sandbox/mode` takes their extra fields):
 
 - ``error_4xx_nul``: 400 whose text body carries NUL and other control bytes (psycopg refuses NUL in text);
+- ``error_4xx_bad_charset``: 400 whose Content-Type names a charset no codec knows (``charset=bogus``);
 - ``dribble``: applies the effect, then sends its answer one byte every ``interval_s`` seconds;
 - ``slow_headers``: sends a status line, then header bytes one every ``interval_s``, never ending them;
 - ``huge_body``: answers ``status`` with ``size_bytes`` (20 MB) of body, ``interval_s`` between 64 KiB chunks;
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from flask import Response, request
 
 CONTRACT_MODES = ("ok", "timeout_before", "timeout_after", "error_5xx", "error_4xx")
-EXTRA_MODES = ("error_4xx_nul", "dribble", "slow_headers", "huge_body", "no_answer")
+EXTRA_MODES = ("error_4xx_nul", "error_4xx_bad_charset", "dribble", "slow_headers", "huge_body", "no_answer")
 MODES = CONTRACT_MODES + EXTRA_MODES
 DEFAULT_DELAY_S = 30.0
 
@@ -95,7 +96,7 @@ def misbehave(mode: Mode, apply: Callable[[], tuple[int, dict]]) -> Response:
     """The answer of one of the EXTRA_MODES."""
     if mode.name == "dribble":
         return dribble(mode, apply)
-    return {"error_4xx_nul": error_4xx_nul, "slow_headers": slow_headers, "huge_body": huge_body,
+    return {"error_4xx_nul": error_4xx_nul, "error_4xx_bad_charset": error_4xx_bad_charset, "slow_headers": slow_headers, "huge_body": huge_body,
             "no_answer": no_answer}[mode.name](mode)
 
 
@@ -107,6 +108,12 @@ SLOW_LIMIT_S = 120.0     # a dribble nobody reads any more stops here at the lat
 def error_4xx_nul(_mode) -> Response:
     """A permanent refusal whose body is text with NUL and control bytes in it."""
     return Response(NUL_BODY, status=400, content_type="text/plain; charset=utf-8")
+
+
+def error_4xx_bad_charset(_mode) -> Response:
+    """A permanent refusal labelled with a charset Python has no codec for."""
+    return Response("solicitud rechazada: campo inválido".encode(), status=400,
+                    content_type="text/plain; charset=bogus")
 
 
 def dribble(mode, apply: Callable[[], tuple[int, dict]]) -> Response:

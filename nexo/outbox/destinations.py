@@ -55,13 +55,14 @@ def deliver(client: HttpClient, settings: Settings, destination: str, event_id, 
     try:
         answer = client.request("POST", url.rstrip("/") + target.path, json=payload,
                                 headers={"Idempotency-Key": str(event_id)})
+        # Inside the try: reading an answer must not raise either, or no outcome is ever recorded.
+        return read_answer(answer, target.effect_field, duration_ms=_ms_since(started))
     except DeadlineExceeded as exc:     # slow connect, endless headers, a dribbled or endless body
         return _failure(TRANSIENT, "Timeout", str(exc), started)
     except Exception as exc:
         # httpx.HTTPError (refused or reset connection, a broken answer) is worth retrying; anything else
         # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
         return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, started)
-    return read_answer(answer, target.effect_field, duration_ms=_ms_since(started))
 
 
 def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> DeliveryResult:

@@ -42,7 +42,10 @@ class Answer:
 
     def text(self) -> str:
         """The body read so far, decoded leniently (a cut multi-byte character becomes U+FFFD)."""
-        return self.body.decode(self.encoding or "utf-8", errors="replace")
+        try:
+            return self.body.decode(self.encoding or "utf-8", errors="replace")
+        except LookupError:     # `charset=bogus`: a label no codec knows must not lose the answer
+            return self.body.decode("utf-8", errors="replace")
 
 
 class HttpClient:

@@ -61,6 +61,7 @@ def never_accepting():
 # (mode, its fields, attempts it ends after): a permanent answer fails at once, the rest use them all.
 MISBEHAVIOURS = [
     ("error_4xx_nul", {}, 1),                                   # NUL bytes in the error body
+    ("error_4xx_bad_charset", {}, 1),                           # Content-Type: ...; charset=bogus
     ("dribble", {"interval_s": 0.3}, MAX_ATTEMPTS),             # the answer, one byte every 0.3 s
     ("slow_headers", {"interval_s": 0.3, "delay_s": 60}, MAX_ATTEMPTS),
     ("huge_body", {"status": 503, "interval_s": 0.05}, MAX_ATTEMPTS),   # 20 MB at 1.3 MB/s
@@ -96,7 +97,7 @@ def test_a_misbehaving_destination_ends_failed_with_a_dead_letter_each_attempt_w
     assert attempts[-1]["outcome"] == "FALLIDO"
     [letter] = dead_letters_of(db, order.fiscal_event_id)
     assert letter["status"] == "pending" and "\x00" not in letter["last_error"]
-    if mode == "error_4xx_nul":
+    if mode in ("error_4xx_nul", "error_4xx_bad_charset"):
         assert "solicitud rechazada" in row["last_error"] and letter["http_status"] == 400
     assert worker.poll() is None, "the worker crashed"
     assert "JobTimeoutException" not in relay.log(worker), "a job outlived its delivery deadline"
