@@ -96,7 +96,8 @@ def misbehave(mode: Mode, apply: Callable[[], tuple[int, dict]]) -> Response:
     """The answer of one of the EXTRA_MODES."""
     if mode.name == "dribble":
         return dribble(mode, apply)
-    return {"error_4xx_nul": error_4xx_nul, "error_4xx_bad_charset": error_4xx_bad_charset, "slow_headers": slow_headers, "huge_body": huge_body,
+    return {"error_4xx_nul": error_4xx_nul, "error_4xx_bad_charset": error_4xx_bad_charset,
+            "slow_headers": slow_headers, "huge_body": huge_body,
             "no_answer": no_answer}[mode.name](mode)
 
 

@@ -17,8 +17,8 @@ Fixtures
     - ``fakes.fiscal_url``, ``fakes.warehouse_url``, ``fakes.url("fiscal" | "warehouse")``
     - ``fakes.set_mode(dest, mode, times=None, delay_s=None, **fields)``; mode is ``ok``, ``timeout_before``,
       ``timeout_after``, ``error_5xx`` or ``error_4xx`` (CONTRACT.md), or one of sandbox/modes.py's
-      misbehaviours (``error_4xx_nul``, ``error_4xx_bad_charset``, ``dribble``, ``slow_headers``, ``huge_body``, ``no_answer``) with
-      their ``fields`` (``interval_s``, ``size_bytes``, ``status``); ``times`` omitted = until changed
+      misbehaviours (``error_4xx_nul``, ``error_4xx_bad_charset``, ``dribble``, ``slow_headers``, ``huge_body``,
+      ``no_answer``) with their ``fields`` (``interval_s``, ``size_bytes``, ``status``); ``times`` omitted = until changed
     - ``fakes.effects(dest)`` → list of ``{"key", "payload", "result", "applied_at", "deliveries"}``
       (``deliveries``, beyond CONTRACT.md: how many POSTs carried that key and body, replays included)
     - ``fakes.effect(dest, key)`` → that effect or None (``GET /invoices/<key>`` / ``/handoffs/<key>``)
