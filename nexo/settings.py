@@ -6,6 +6,7 @@ factory and the process mains build one Settings and hand it, or what is built f
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
@@ -46,6 +47,14 @@ def _number(env: dict, name: str, default: float, *, minimum: float = 0.0) -> fl
     return value
 
 
+# What an attempt may take beyond RELAY_DELIVERY_TIMEOUT_S (ADR-014): the caller waits this much longer
+# for the HTTP loop to hand the result over (nexo/outbox/http_client.py), and the claim and record
+# transactions around the call take milliseconds on a healthy database; a quarter second allows for
+# a loaded machine. A database that hangs longer is what rq's job timeout is there to cut.
+DELIVERY_WAIT_MARGIN_S = 0.5
+RECORD_MARGIN_S = 0.25
+
+
 @dataclass(frozen=True)
 class RelayCadence:
     """How often and how long the relay waits. See check_relay_cadence for the invariant."""
@@ -58,6 +67,16 @@ class RelayCadence:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 3600.0
 
+    @property
+    def job_seconds(self) -> int:
+        """The job timeout rq enforces: it counts whole seconds, so RELAY_JOB_TIMEOUT_S rounded down."""
+        return max(1, math.floor(self.job_timeout_s))
+
+    @property
+    def attempt_worst_s(self) -> float:
+        """The longest one attempt can take: claim, the HTTP deadline and its wait margin, record."""
+        return self.delivery_timeout_s + DELIVERY_WAIT_MARGIN_S + RECORD_MARGIN_S
+
 
 def check_relay_cadence(c: RelayCadence) -> None:
     """ADR-021's min_idle > interval > block, adapted to the outbox lease.
@@ -69,10 +88,13 @@ def check_relay_cadence(c: RelayCadence) -> None:
     """
     if not c.delivery_timeout_s > 0:
         raise SettingsError("RELAY_DELIVERY_TIMEOUT_S must be greater than 0")
-    if not c.job_timeout_s > c.delivery_timeout_s:
+    if not c.job_seconds >= c.attempt_worst_s:
+        # rq rounds the job timeout down to whole seconds (ADR-014): 5.1 s next to a 5 s delivery
+        # timeout would let rq kill every job whose destination answers slowly but in time.
         raise SettingsError(
-            f"RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}) must be greater than "
-            f"RELAY_DELIVERY_TIMEOUT_S ({c.delivery_timeout_s}): a job must outlive its HTTP call")
+            f"RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}) rounded down to whole seconds must be at least "
+            f"RELAY_DELIVERY_TIMEOUT_S ({c.delivery_timeout_s}) + {DELIVERY_WAIT_MARGIN_S + RECORD_MARGIN_S:g} s: "
+            "a job must outlive its HTTP call and the bookkeeping around it")
     if not c.lease_s > c.job_timeout_s:
         raise SettingsError(
             f"RELAY_LEASE_S ({c.lease_s}) must be greater than RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}): "

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 import httpx
 
+from nexo.settings import DELIVERY_WAIT_MARGIN_S
+
 MAX_BODY_BYTES = 64 * 1024
-# What the caller allows beyond the deadline for the loop to hand the result over (bookkeeping only).
-DEADLINE_MARGIN_S = 0.5
+# What the caller allows beyond the deadline for the loop to hand the result over (bookkeeping only);
+# settings.py counts it in the job time budget.
+DEADLINE_MARGIN_S = DELIVERY_WAIT_MARGIN_S
 
 
 class DeadlineExceeded(TimeoutError):

@@ -81,8 +81,8 @@ def deliver_events(ctx: RelayContext, event_ids: list) -> list[str]:
     time budget runs out are simply not claimed; the sweeper wakes them up again.
     """
     cadence = ctx.settings.relay
-    # The last delivery started must end (HTTP timeout plus half a second of bookkeeping) inside the job.
-    deadline = time.monotonic() + cadence.job_timeout_s - cadence.delivery_timeout_s - 0.5
+    # The last attempt started must end inside the job rq really runs: whole seconds (settings.py).
+    deadline = time.monotonic() + cadence.job_seconds - cadence.attempt_worst_s
     outcomes = []
     for event_id in event_ids:
         if outcomes and time.monotonic() > deadline:

@@ -13,7 +13,6 @@ the use cases that commit events; nothing here finds Redis or the settings by it
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -47,7 +46,7 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
     if not events:
         return 0
     # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
-    timeout = max(1, math.floor(settings.relay.job_timeout_s))
+    timeout = settings.relay.job_seconds
     queue = Queue(settings.relay_queue, connection=connection)
     jobs = []
     for request_id, ids in _batches(events):

@@ -42,6 +42,9 @@ def test_default_relay_cadence_is_consistent():
 
 @pytest.mark.parametrize("cadence, message", [
     (RelayCadence(delivery_timeout_s=10, job_timeout_s=8), "RELAY_JOB_TIMEOUT_S"),
+    # rq would kill the job at 5 s, before a valid answer at 4.9 s is recorded (floor, then margins)
+    (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.1), "RELAY_JOB_TIMEOUT_S"),
+    (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.9), "RELAY_JOB_TIMEOUT_S"),
     (RelayCadence(lease_s=10, job_timeout_s=12), "RELAY_LEASE_S"),
     (RelayCadence(lease_s=30, sweep_interval_s=30), "RELAY_SWEEP_INTERVAL_S"),
     (RelayCadence(max_attempts=0), "RELAY_MAX_ATTEMPTS"),
