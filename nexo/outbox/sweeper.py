@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import redis
-
 from nexo.outbox import relay, wakeup
 from nexo.outbox import repository as repo
 
@@ -60,8 +58,9 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup) -> SweepResult:
                                                              if e not in fresh and e not in stuck])
         if stale:
             wakeup.withdraw(ring.connection, stale)
-    except redis.RedisError as exc:
-        log.warning("sweep: Redis unavailable (%s); delivering %d due event(s) here", type(exc).__name__, len(due))
+    except Exception as exc:  # Redis down, or a queue rq cannot read (a job it cannot unpickle): deliver here
+        log.warning("sweep: wake-up queue unusable (%s: %s); delivering %d due event(s) here",
+                    type(exc).__name__, exc, len(due))
         return SweepResult(due=len(due), failed=failed,
                            delivered_here=deliver_here(ctx, budget_s=cadence.lease_s))
     if enqueued:

@@ -43,3 +43,17 @@ def test_a_batch_job_stops_claiming_before_its_timeout_could_cut_a_delivery_shor
     rows = event_rows(db, [o.fiscal_event_id for o in orders])
     untouched = [r for r in rows.values() if r["attempts"] == 0 and r["claim_token"] is None]
     assert len(untouched) == 2        # never claimed: no lease to wait for, the sweeper wakes them at once
+
+
+def test_a_queue_rq_cannot_read_does_not_stop_the_sweeper_delivering(db, redis_client, fakes, relay):
+    """Redis up, but a queued job whose data rq cannot unpickle: the sweeper delivers the events itself."""
+    from tests.relay_fixtures import event_rows, insert_confirmed_orders, wait_until
+
+    wakeup.enqueue(redis_client, relay_settings(), [("00000000-0000-0000-0000-000000000001", None)])
+    [job_id] = Queue(relay_settings().relay_queue, connection=redis_client).get_job_ids()
+    redis_client.hset(f"rq:job:{job_id}", "data", b"not a pickle")   # rq raises DeserializationError
+    order = insert_confirmed_orders(db, 1)[0]
+    relay.start_sweepers(1)
+
+    wait_until(lambda: event_rows(db, [order.fiscal_event_id])[str(order.fiscal_event_id)]["status"] == "ENTREGADO",
+               timeout=10, interval=0.1, message="the sweeper delivered the event despite the unreadable queue")
