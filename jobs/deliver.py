@@ -6,12 +6,19 @@ and handed here with use_context; the forking worker builds one in each work hor
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from nexo.observability import bind_request_id
 from nexo.outbox import relay
 
 _context: relay.RelayContext | None = None
+_stop = threading.Event()
+
+
+def request_stop() -> None:
+    """SIGTERM reached the worker: the job running finishes its attempt in flight and claims no more."""
+    _stop.set()
 
 
 def use_context(ctx: relay.RelayContext) -> None:
@@ -25,4 +32,4 @@ def deliver_events(event_ids: list[str], request_id: str | None = None) -> list[
     if _context is None:
         raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
     bind_request_id(request_id)       # the HTTP request that wrote the events, on this job's log lines
-    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids])
+    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], stop=_stop)

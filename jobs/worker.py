@@ -41,6 +41,9 @@ def _relay_worker(base, settings: Settings):
         def request_stop(self, signum, frame):
             global _stopping
             _stopping = True
+            # SimpleWorker runs the job in this process: tell it to claim no further event, so the stop
+            # waits for one attempt, not a whole batch (ADR-014). A forking worker's horse ends with its job.
+            deliver.request_stop()
             super().request_stop(signum, frame)
 
         def main_work_horse(self, job, queue):

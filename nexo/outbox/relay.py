@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -73,12 +74,13 @@ def deliver_event(ctx: RelayContext, event_id) -> str:
     return outcomes[0] if outcomes else NOTHING
 
 
-def deliver_events(ctx: RelayContext, event_ids: list) -> list[str]:
+def deliver_events(ctx: RelayContext, event_ids: list, stop: threading.Event | None = None) -> list[str]:
     """Deliver the given events one claim at a time, stopping before the RQ job timeout could cut one short.
 
     One claim per event, not one for the batch: a lease taken for the last event while the first ones
     are still being delivered could expire and let a sweeper send it twice. Events left over when the
-    time budget runs out are simply not claimed; the sweeper wakes them up again.
+    time budget runs out, or once `stop` is set (SIGTERM: a deploy), are simply not claimed; the sweeper
+    wakes them up again. The attempt in flight is finished, so a stop spends no attempt (ADR-014).
     """
     cadence = ctx.settings.relay
     # The last attempt started must end inside the job rq really runs: whole seconds (settings.py).
@@ -87,6 +89,9 @@ def deliver_events(ctx: RelayContext, event_ids: list) -> list[str]:
     for event_id in event_ids:
         if outcomes and time.monotonic() > deadline:
             log.info("job time budget spent; %d event(s) left for the sweeper", len(event_ids) - len(outcomes))
+            break
+        if stop is not None and stop.is_set():
+            log.info("stopping; %d event(s) left for the sweeper", len(event_ids) - len(outcomes))
             break
         outcomes.append(deliver_event(ctx, event_id))
     return outcomes

@@ -38,7 +38,7 @@ class SweepResult:
     failed: int = 0
 
 
-def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup) -> SweepResult:
+def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event | None = None) -> SweepResult:
     """One pass: fail spent events, wake up due ones, deliver here what no worker picked up in time."""
     cadence = ctx.settings.relay
     failed = relay.fail_spent(ctx)
@@ -62,7 +62,7 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup) -> SweepResult:
         log.warning("sweep: wake-up queue unusable (%s: %s); delivering %d due event(s) here",
                     type(exc).__name__, exc, len(due))
         return SweepResult(due=len(due), failed=failed,
-                           delivered_here=deliver_here(ctx, budget_s=cadence.lease_s))
+                           delivered_here=deliver_here(ctx, budget_s=cadence.lease_s, stop=stop))
     if enqueued:
         log.info("sweep: %d due event(s), %d wake-up(s) sent", len(due), enqueued)
     delivered = 0
@@ -70,17 +70,21 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup) -> SweepResult:
         # Nobody took these wake-ups within a lease: no worker is alive, or none is free (issue 11).
         log.warning("sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
                     len(stale), cadence.lease_s, len(stuck))
-        delivered = deliver_here(ctx, ids=stuck, budget_s=cadence.lease_s)
+        delivered = deliver_here(ctx, ids=stuck, budget_s=cadence.lease_s, stop=stop)
     return SweepResult(due=len(due), enqueued=enqueued, delivered_here=delivered, failed=failed)
 
 
-def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float) -> int:
-    """Deliver due events (only `ids` when given) from this process, one claim at a time, for about budget_s."""
+def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float,
+                 stop: threading.Event | None = None) -> int:
+    """Deliver due events (only `ids` when given) from this process, one claim at a time, for about budget_s.
+
+    Once `stop` is set (SIGTERM: a deploy) it claims no more; the attempt in flight ends first (ADR-014).
+    """
     # One event per claim: a batch claimed at once would see its last leases expire while the first
     # deliveries are still running, and other sweepers would send those events a second time.
     delivered, deadline = 0, time.monotonic() + budget_s
     todo = list(ids) if ids is not None else None
-    while time.monotonic() < deadline and todo != []:
+    while time.monotonic() < deadline and todo != [] and not (stop is not None and stop.is_set()):
         only = {"ids": [todo.pop(0)]} if todo is not None else {}
         outcomes = relay.deliver_due(ctx, limit=1, **only)
         if not outcomes and todo is None:
@@ -95,7 +99,7 @@ def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Ev
     while not stop.is_set():
         started = time.monotonic()
         try:
-            sweep_once(ctx, ring)
+            sweep_once(ctx, ring, stop)
         except Exception:    # the database may be down for a moment: log and try again next interval
             log.exception("sweep failed; retrying in %.1f s", interval)
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
