@@ -40,6 +40,13 @@ WITH claimed AS (
                    FOR UPDATE SKIP LOCKED)
     RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id,
               attempts - cycle_started_attempts AS cycle_attempts
+), abandoned AS (
+    -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
+    UPDATE delivery_attempt a
+       SET finished_at = clock_timestamp(), outcome = 'SIN_RESULTADO',
+           error = 'el intento terminó sin que se registrara su resultado',
+           duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
+      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
     INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, %(worker)s, clock_timestamp() FROM claimed
@@ -54,7 +61,8 @@ def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: in
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
     other; a fresh claim_token fences whatever a previous, expired claimant may still write. The
-    attempt is counted here, before any network call, so however it ends it has been counted (issue 11).
+    attempt is counted here, before any network call, so however it ends it has been counted (issue 11),
+    and an earlier attempt left open is closed as SIN_RESULTADO (ADR-014).
     """
     return conn.execute(CLAIM_SQL, {"lease_s": lease_s, "worker": worker, "limit": limit, "max_attempts": max_attempts,
                                     "ids": [str(i) for i in ids] if ids is not None else None}).fetchall()
@@ -135,10 +143,15 @@ def mark_failed(conn, event_id, claim_token, *, error: str) -> dict | None:
 
 def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | None, error: str | None,
                   duration_ms: int) -> None:
-    """Write how one delivery attempt ended."""
+    """Write how one delivery attempt ended, unless it was already closed (ADR-014: a row closed is final).
+
+    A claimant whose lease expired may come back after a new claim or fail_spent closed its attempt
+    as SIN_RESULTADO; what it saw late is in its log line, the row keeps what the relay acted on.
+    """
     conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, http_status = %s, error = %s,"
-        " duration_ms = %s WHERE id = %s", [outcome, http_status, storable_text(error), duration_ms, attempt_id])
+        " duration_ms = %s WHERE id = %s AND finished_at IS NULL",
+        [outcome, http_status, storable_text(error), duration_ms, attempt_id])
 
 
 # --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).

@@ -67,7 +67,8 @@ def test_kill_9_mid_delivery_is_retried_after_the_lease_and_applied_once(db, red
     assert billed["billing_status"] == "FACTURADO"
     assert billed["invoice_number"] == effects[0]["result"]["invoice_number"]
     attempts = attempts_of(db, order.fiscal_event_id)
-    assert attempts[0]["finished_at"] is None                   # the killed worker never wrote an outcome
+    # The killed worker never wrote an outcome; the next claim closed its attempt (ADR-014).
+    assert attempts[0]["outcome"] == "SIN_RESULTADO" and attempts[0]["finished_at"] is not None
     assert attempts[-1]["outcome"] == "ENTREGADO" and attempts[-1]["claim_token"] != attempts[0]["claim_token"]
     assert event(db, order.fiscal_event_id)["attempts"] == len(attempts)
 
@@ -95,11 +96,10 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
     finally:
         os.kill(late.pid, signal.SIGCONT)
 
-    def late_attempt_closed():
-        rows = attempts_of(db, order.fiscal_event_id)
-        return rows[0]["finished_at"] is not None and rows[0]
-    late_attempt = wait_until(late_attempt_closed, timeout=30, message="the frozen sweeper woke up and finished")
-    assert late_attempt["outcome"] == "DESCARTADO_POR_LEASE"
+    wait_until(lambda: "lease lost before recording" in relay.log(late), timeout=30,
+               message="the frozen sweeper woke up and finished")
+    # Its attempt was closed when the newer claim took the event; a closed attempt row is final (ADR-014).
+    assert attempts_of(db, order.fiscal_event_id)[0]["outcome"] == "SIN_RESULTADO"
     after = event(db, order.fiscal_event_id)
     assert after["claim_token"] == newer["claim_token"]
     assert (after["status"], after["attempts"], after["last_error"], after["next_attempt_at"]) == \
