@@ -268,3 +268,10 @@ def event_rows(db, ids) -> dict[str, dict]:
     with db.reading() as conn:
         rows = conn.execute("SELECT * FROM outbox_event WHERE id = ANY(%s::uuid[])", [[str(i) for i in ids]]).fetchall()
     return {str(r["id"]): r for r in rows}
+
+
+def without_queued_wakeup(connection, settings, event_ids: list) -> list:
+    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
+    from nexo.outbox.wakeup import queued_wakeups
+    covered = {e for wakeup in queued_wakeups(connection, settings) for e in wakeup.event_ids}
+    return [e for e in event_ids if str(e) not in covered]

@@ -87,12 +87,6 @@ def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWa
     return waiting
 
 
-def without_queued_wakeup(connection: redis.Redis, settings: Settings, event_ids: list) -> list:
-    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
-    covered = {e for wakeup in queued_wakeups(connection, settings) for e in wakeup.event_ids}
-    return [e for e in event_ids if str(e) not in covered]
-
-
 def withdraw(connection: redis.Redis, wakeups: list[QueuedWakeup]) -> None:
     """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11)."""
     with connection.pipeline() as pipeline:

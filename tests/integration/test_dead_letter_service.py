@@ -12,6 +12,7 @@ import pytest
 from nexo.deadletters import keycheck, queries, service
 from nexo.outbox import wakeup
 from tests.dead_letter_factory import audit_rows, fail_event, make_dead_letter, row
+from tests.relay_support import without_queued_wakeup
 
 
 def test_reaching_fallido_writes_one_pending_dead_letter_and_its_system_audit_row(db):
@@ -45,7 +46,7 @@ def test_replay_and_group_replay_wake_the_relay_after_commit(db, redis_client, s
     service.act_on_group(db, action="replay", destination="fiscal", ids=[g["id"] for g in group], actor="marta",
                          signature=None, note=None, wakeup=ring)
     # One RQ wake-up waiting per replayed event (the sweeper would find them anyway, only later).
-    assert wakeup.without_queued_wakeup(redis_client, settings, [m["event_id"] for m in (single, *group)]) == []
+    assert without_queued_wakeup(redis_client, settings, [m["event_id"] for m in (single, *group)]) == []
 
 
 def test_second_replay_is_a_conflict_naming_who_resolved_it(db):

@@ -4,6 +4,7 @@ from rq import Queue
 
 from nexo.outbox import wakeup
 from tests.relay_fixtures import relay_settings
+from tests.relay_support import without_queued_wakeup
 
 
 def test_wakeups_are_batched_and_every_event_is_covered(redis_client):
@@ -12,7 +13,7 @@ def test_wakeups_are_batched_and_every_event_is_covered(redis_client):
     queue = Queue(relay_settings().relay_queue, connection=redis_client)
     assert woken == 60
     assert queue.count == 3                  # 25 + 25 + 10: rq's cost is paid per job, not per event
-    assert wakeup.without_queued_wakeup(redis_client, relay_settings(), events + ["not-woken"]) == ["not-woken"]
+    assert without_queued_wakeup(redis_client, relay_settings(), events + ["not-woken"]) == ["not-woken"]
 
 
 def test_an_orders_two_events_share_one_job(redis_client):
