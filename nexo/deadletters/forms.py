@@ -10,11 +10,10 @@ from wtforms.fields import DateField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional, ValidationError
 
-from nexo.deadletters.queries import DESTINATIONS, STATUSES
+from nexo.deadletters.queries import STATUSES
 from nexo.form_input import RefusesControlCharacters
 from nexo.outbox.registry import LABELS
 
-DESTINATION_LABELS = {name: LABELS[name] for name in DESTINATIONS}
 STATUS_LABELS = dict(zip(STATUSES, ("Pendiente", "Reprocesada", "Descartada"), strict=True))
 REASON_MAX = 1000
 
@@ -39,7 +38,7 @@ def _uuid(_form, field):
 class ListQuery(RefusesControlCharacters, Form):
     """The list's filters and pagination, read from the query string (GET, so no CSRF)."""
 
-    destination = SelectField("Destino", choices=_choices(DESTINATION_LABELS, "Todos"), default="")
+    destination = SelectField("Destino", choices=_choices(LABELS, "Todos"), default="")
     status = SelectField("Estado", choices=_choices(STATUS_LABELS, "Todos"), default="")
     signature = StringField("Firma de error", filters=[_strip], validators=[Optional(), Length(max=200)])
     client = StringField("Cliente", filters=[_strip], validators=[Optional(), _uuid])
@@ -71,7 +70,7 @@ class BulkForm(RefusesControlCharacters, FlaskForm):
 
     action = SelectField("Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}),
                          validators=[InputRequired()])
-    destination = SelectField("Destino", choices=_choices(DESTINATION_LABELS), validators=[InputRequired()])
+    destination = SelectField("Destino", choices=_choices(LABELS), validators=[InputRequired()])
     signature = HiddenField(validators=[Optional(), Length(max=200)])
     ids = HiddenField(validators=[DataRequired("No hay entregas para procesar.")])
     expected_count = IntegerField(validators=[InputRequired(), NumberRange(min=1)])

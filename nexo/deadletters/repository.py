@@ -6,6 +6,8 @@ outbox_event are written only by nexo/outbox (requeue on replay, purge of delive
 
 from __future__ import annotations
 
+from nexo.outbox.repository import check_retention_days
+
 
 def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str, actor: str,
                     note: str | None) -> dict | None:
@@ -59,20 +61,13 @@ def current_state(conn, dead_letter_id: int) -> dict | None:
     ).fetchone()
 
 
-def _check_days(days: int) -> None:
-    # ADR-021 MVP-3: 0 or a negative number would turn "older than N days" into "everything", so the
-    # purge refuses it here, before any SQL runs, whatever the settings said.
-    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
-        raise ValueError(f"retention needs a whole number of days, at least 1 (got {days!r})")
-
-
 def purge_terminal_dead_letters(conn, *, destination: str, grace_days: int, batch: int = 1000) -> list[int]:
     """Delete up to `batch` resolved/discarded dead letters of one destination resolved over grace_days ago; return their ids.
 
     'pending' is never in the WHERE: a dead letter nobody decided on is kept for ever (ADR-021 MVP-3).
     The audit log keeps the trace of each one; this only drops the working row.
     """
-    _check_days(grace_days)
+    check_retention_days(grace_days)
     rows = conn.execute(
         """
         DELETE FROM dead_letter

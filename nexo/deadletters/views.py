@@ -9,13 +9,14 @@ from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
 from nexo.deadletters import keycheck, queries, service
-from nexo.deadletters.forms import DESTINATION_LABELS, STATUS_LABELS, BulkForm, CheckKeyForm, DiscardForm, ListQuery, ReplayForm
+from nexo.deadletters.forms import STATUS_LABELS, BulkForm, CheckKeyForm, DiscardForm, ListQuery, ReplayForm
 from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_local
 from nexo.navigation import NAV_BADGES
+from nexo.outbox.registry import LABELS
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
@@ -27,7 +28,7 @@ ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_lette
 @bp.context_processor
 def helpers():
     """Labels and the payload helper for the dead-letter templates only (a blueprint context processor)."""
-    return {"pretty": pretty, "DESTINATION_LABELS": DESTINATION_LABELS,
+    return {"pretty": pretty, "DESTINATION_LABELS": LABELS,
             "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from nexo.outbox.registry import NAMES
 
-DESTINATIONS = sorted(NAMES)
 HOURS = 24
 # Which hour a timestamp falls in, counted back from now(); clamped so a sample stamped a few
 # milliseconds after this transaction began (another process's clock) lands in the current hour.
@@ -18,7 +17,7 @@ _BUCKET = "least({last}, {last} - floor(extract(epoch FROM now() - {col}) / 3600
 def _by_destination(rows, empty: dict) -> dict[str, dict]:
     """Rows keyed by destination, with every known destination present (a zero is a value too)."""
     found = {row["destination"]: dict(row) for row in rows}
-    return {d: found.get(d, {"destination": d, **empty}) for d in DESTINATIONS}
+    return {d: found.get(d, {"destination": d, **empty}) for d in NAMES}
 
 
 def limit_statement_time(conn, timeout: str) -> None:
@@ -48,7 +47,7 @@ def failed_events(conn) -> dict[str, dict]:
                  WHERE e.status = 'FALLIDO' AND e.destination = d.destination) AS failed,
                (SELECT count(*) FROM dead_letter l
                  WHERE l.status = 'pending' AND l.destination = d.destination) AS dead_letters_pending
-          FROM unnest(%s::text[]) AS d(destination)""", [DESTINATIONS]).fetchall()
+          FROM unnest(%s::text[]) AS d(destination)""", [list(NAMES)]).fetchall()
     return _by_destination(rows, {"failed": 0, "dead_letters_pending": 0})
 
 
@@ -172,8 +171,8 @@ def pending_age_history(conn) -> dict[str, list[float]]:
          WHERE NOT EXISTS (SELECT 1 FROM their_dead_letters d
                             WHERE d.event_id = c.id AND d.created_at <= m.t
                               AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
-         GROUP BY m.k, c.destination""", {"hours": HOURS, "destinations": DESTINATIONS}).fetchall()
-    series = {d: [0.0] * (HOURS + 1) for d in DESTINATIONS}
+         GROUP BY m.k, c.destination""", {"hours": HOURS, "destinations": list(NAMES)}).fetchall()
+    series = {d: [0.0] * (HOURS + 1) for d in NAMES}
     for row in rows:
         series[row["destination"]][HOURS - row["k"]] = row["age_s"]
     return series

@@ -16,7 +16,6 @@ from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("ops", __name__)
 
-DESTINATION_LABELS = LABELS
 
 
 @bp.route("/ops")
@@ -26,12 +25,12 @@ def dashboard():
     data = service.read_dashboard(get_db())
     settings = current_app.config["NEXO_SETTINGS"]
     return render_template("ops/dashboard.html", data=data, signals=data.current,
-                           charts=_charts(data), unknowns=UNKNOWNS, labels=DESTINATION_LABELS,
+                           charts=_charts(data), unknowns=UNKNOWNS, labels=LABELS,
                            outbox_retention_days=settings.outbox_retention_days, links=_links())
 
 
 def _charts(data: service.Dashboard) -> dict:
-    named_age = {DESTINATION_LABELS[d]: v for d, v in data.pending_age_history.items()}
+    named_age = {LABELS[d]: v for d, v in data.pending_age_history.items()}
     return {
         "conflicts": charts.bar_chart("Conflictos request_id_reused por hora", data.current.conflicts_per_hour,
                                       charts.format_count, charts.count_ceiling),

@@ -174,8 +174,12 @@ def requeue_events(conn, *, event_ids: list, destination: str) -> int:
     ).rowcount
 
 
-def _check_days(days: int) -> None:
-    # ADR-021 MVP-3: 0 or a negative number would turn "older than N days" into "everything".
+def check_retention_days(days: int) -> None:
+    """Refuse a retention that is not a whole number of days, at least 1, before any SQL runs.
+
+    0 or a negative number would turn "older than N days" into "everything", whatever the settings said;
+    the dead-letter purge (nexo/deadletters/repository.py) uses this same guard.
+    """
     if not isinstance(days, int) or isinstance(days, bool) or days < 1:
         raise ValueError(f"retention needs a whole number of days, at least 1 (got {days!r})")
 
@@ -187,7 +191,7 @@ def purge_delivered_events(conn, *, destination: str, older_than_days: int, batc
     dead letter still inside its grace. They go once the dead-letter purge has removed those rows.
     Their delivery attempts go with them (ON DELETE CASCADE); the audit log keeps its rows.
     """
-    _check_days(older_than_days)
+    check_retention_days(older_than_days)
     rows = conn.execute(
         """
         DELETE FROM outbox_event
