@@ -4,8 +4,9 @@ Due events are those whose wake-up was lost (Redis down when the order committed
 expired, or whose lease expired because a worker died mid-delivery. Each sweep, in this order:
 1. fails the events whose cycle spent its attempts without an outcome (relay.fail_spent);
 2. sends a wake-up job for each due event that no queued job covers;
-3. delivers, itself, the due events whose wake-up has waited in the queue longer than a lease (no
-   worker alive, or none free), and withdraws those jobs; with Redis down it delivers every due event.
+3. delivers, itself, the due events whose wake-up has waited in the queue longer than a lease while
+   no worker started a job either (none alive, or all stuck), and withdraws those jobs; with Redis
+   down it delivers every due event.
 So losing Redis, or every worker, only delays events. Any number of sweepers and workers may run
 together: claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token.
 """
@@ -52,7 +53,9 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
         waiting = wakeup.queued_wakeups(ring.connection, ctx.settings)
         stale_before = datetime.now(UTC) - timedelta(seconds=cadence.lease_s)
         stale = [w for w in waiting if w.enqueued_at < stale_before]
-        fresh = {e for w in waiting if w.enqueued_at >= stale_before for e in w.event_ids}
+        if stale and wakeup.worker_seen_since(ring.connection, ctx.settings, stale_before):
+            stale = []      # a worker took a job within the lease: it is alive and only behind, not gone
+        fresh = {e for w in waiting if w not in stale for e in w.event_ids}
         stuck = [e for e in due if e not in fresh and any(e in w.event_ids for w in stale)]
         enqueued = wakeup.enqueue(ring.connection, ctx.settings, [(e, due[e]) for e in due
                                                              if e not in fresh and e not in stuck])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import redis
-from rq import Queue
+from rq import Queue, Worker
 from rq.job import Job, JobStatus
 
 from nexo.observability import request_id_var
@@ -85,6 +85,17 @@ def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWa
             enqueued_at = job.enqueued_at or datetime.now(UTC)
             waiting.append(QueuedWakeup(job, enqueued_at, frozenset(str(e) for e in job.args[0])))
     return waiting
+
+
+def worker_seen_since(connection: redis.Redis, settings: Settings, since: datetime) -> bool:
+    """Whether a worker of the relay queue started a job (or registered) since `since` (raises redis errors).
+
+    rq stamps a worker's heartbeat as each job starts, so a worker that is alive and taking jobs, however
+    far behind, has one within a lease.
+    """
+    queue = Queue(settings.relay_queue, connection=connection)
+    return any(w.last_heartbeat is not None and w.last_heartbeat >= since
+               for w in Worker.all(connection=connection, queue=queue))
 
 
 def withdraw(connection: redis.Redis, wakeups: list[QueuedWakeup]) -> None:

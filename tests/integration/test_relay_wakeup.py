@@ -58,3 +58,22 @@ def test_a_queue_rq_cannot_read_does_not_stop_the_sweeper_delivering(db, redis_c
 
     wait_until(lambda: event_rows(db, [order.fiscal_event_id])[str(order.fiscal_event_id)]["status"] == "ENTREGADO",
                timeout=10, interval=0.1, message="the sweeper delivered the event despite the unreadable queue")
+
+
+def test_the_sweeper_leaves_a_backlog_to_live_workers_that_are_only_behind(db, redis_client, fakes, relay):
+    """Wake-ups wait longer than a lease behind a slow destination, but the worker keeps taking them."""
+    from tests.relay_fixtures import event_rows, insert_confirmed_orders, wait_until
+
+    fakes.set_mode("fiscal", "timeout_after", delay_s=0.6)     # applied and answered in time, slowly
+    ids = [o.fiscal_event_id for o in insert_confirmed_orders(db, 10)]
+    for event_id in ids:       # one job each: the last one waits about 6 s in the queue, twice the lease
+        wakeup.request_delivery([event_id], connection=redis_client, settings=relay_settings())
+    relay.start_workers(1)
+    relay.start_sweepers(1)
+
+    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()), timeout=30,
+               interval=0.1, message="the backlog is delivered")
+    with db.reading() as conn:
+        by = conn.execute("SELECT DISTINCT split_part(worker, '@', 1) AS role FROM delivery_attempt"
+                          " WHERE event_id = ANY(%s)", [ids]).fetchall()
+    assert {r["role"] for r in by} == {"worker"}, "the sweeper took events from a live worker"
