@@ -3,18 +3,21 @@
 The question goes over HTTP with no transaction open (ADR-004): read the dead letter, close the
 transaction, ask, then write the audit row in a new transaction. The answer is only information: a
 replay is safe either way, because the destination deduplicates by the same key (ADR-005).
+The question has one wall-clock deadline and a byte cap, like a delivery (ADR-014's HttpClient): a
+destination that dribbles its answer must not hold a web thread, nor a 20 MB answer fill its memory.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from dataclasses import dataclass
-
-import requests
 
 from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
+from nexo.outbox.http_client import DeadlineExceeded, HttpClient
 from nexo.outbox.registry import DESTINATIONS
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
@@ -22,6 +25,18 @@ from nexo.settings import Settings
 log = logging.getLogger(__name__)
 
 APPLIED, NOT_APPLIED, UNKNOWN = "applied", "not_applied", "unknown"
+
+_clients: dict[tuple[int, float], HttpClient] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(deadline_s: float) -> HttpClient:
+    """This process's client, built on first use: its loop thread does not survive gunicorn's fork."""
+    key = (os.getpid(), deadline_s)
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = HttpClient(deadline_s)
+        return _clients[key]
 
 
 @dataclass(frozen=True)
@@ -40,17 +55,16 @@ def ask_destination(base_url: str | None, destination: str, key: str, timeout_s:
     # Where the destination answers "did you apply this key?" is in its registry entry (CONTRACT.md).
     url = DESTINATIONS[destination].lookup_url(base_url, key)
     try:
-        response = requests.get(url, timeout=timeout_s, allow_redirects=False,
-                                headers={"Accept": "application/json"})
-    except requests.Timeout:
+        answer = _client(timeout_s).request("GET", url, headers={"Accept": "application/json"})
+    except DeadlineExceeded:
         return KeyAnswer(UNKNOWN, detail=f"sin respuesta en {timeout_s:g} s")
-    except requests.RequestException as exc:
+    except Exception as exc:     # refused, reset, a broken answer: the answer is unknown, never an error page
         return KeyAnswer(UNKNOWN, detail=f"no se pudo conectar ({type(exc).__name__})")
-    if response.status_code == 200:
-        return KeyAnswer(APPLIED, 200, storable_text(response.text))   # it goes into the audit row
-    if response.status_code == 404:
+    if answer.status == 200:
+        return KeyAnswer(APPLIED, 200, storable_text(answer.text()))   # it goes into the audit row
+    if answer.status == 404:
         return KeyAnswer(NOT_APPLIED, 404)
-    return KeyAnswer(UNKNOWN, response.status_code, f"respuesta inesperada {response.status_code}")
+    return KeyAnswer(UNKNOWN, answer.status, f"respuesta inesperada {answer.status}")
 
 
 def check_key(db: Database, settings: Settings, dead_letter_id: int, actor: str) -> KeyAnswer | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg
@@ -217,3 +218,41 @@ def test_key_check_maps_404_and_unreachable_destinations(db, settings, destinati
     assert unset.answer == "unknown"
     assert [r["details"]["answer"] for r in audit_rows(db, "dead_letter.key_checked")] == ["not_applied", "unknown", "unknown"]
     assert keycheck.check_key(db, settings, 999_999, "marta") is None
+
+
+class _Dribbling(BaseHTTPRequestHandler):
+    """A lookup route that answers 200 and then sends its body one byte every 0.2 s (for up to 10 s)."""
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "50")
+        self.end_headers()
+        for _ in range(50):
+            try:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+            except OSError:
+                return          # Nexo gave up and closed the connection
+            time.sleep(0.2)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_key_check_ends_within_its_deadline_whatever_the_destination_does(db, settings):
+    """Each byte arrives in time, the whole answer does not: the question ends at the deadline (ADR-014)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Dribbling)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    made = make_dead_letter(db)
+    quick = dataclasses.replace(settings, fiscal_url=f"http://127.0.0.1:{server.server_port}",
+                                relay=dataclasses.replace(settings.relay, delivery_timeout_s=1.0))
+    try:
+        started = time.monotonic()
+        answer = keycheck.check_key(db, quick, made["id"], "marta")
+        lasted = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.answer == "unknown" and "1 s" in answer.detail
+    assert lasted < 3, f"the key check took {lasted:.1f} s"
