@@ -27,6 +27,11 @@ def start_process(name: str) -> None:
     childutils.getRPCInterface(os.environ).supervisor.startProcess(name, False)
 
 
+def all_processes() -> list[dict]:
+    """supervisord's view of every program (state, when it last stopped, its clock)."""
+    return childutils.getRPCInterface(os.environ).supervisor.getAllProcessInfo()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Acknowledge every event, recorded or not: a listener that stops answering stalls supervisord's events."""
     parser = argparse.ArgumentParser(prog="python -m jobs.process_events", description=__doc__)
@@ -40,7 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nexo process_events: configuration error: {exc}", file=sys.stderr)
         return 2
     db = Database(settings.database_url, max_size=1, timeout_s=3, name="process_events")
-    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, cooldown_s=args.fatal_retry_s)
+    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, all_processes,
+                                    cooldown_s=args.fatal_retry_s)
+    # A program may have gone FATAL while no listener ran (this one restarting): check before the first tick.
+    try:
+        recorder.revive_fatal()
+    except Exception:
+        log.exception("could not check for FATAL programs at start")
     while True:
         headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
         try:

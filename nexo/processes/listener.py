@@ -7,12 +7,16 @@ STARTRETRIES quick deaths in a row (scripts/supervisor_conf.py); most such crash
 (a database still starting, a full disk being cleaned), so giving up for good would turn a minute's
 trouble into an outage nobody notices. Retrying every FATAL_COOLDOWN_S keeps a broken program from
 spinning (at most STARTRETRIES tries per cycle) and counts every cycle.
+
+The revival is driven by supervisord's own view, not by a timer of ours: on every TICK event (each
+5 s, scripts/supervisor_conf.py) and once when the listener starts, every program that
+getAllProcessInfo() reports FATAL for at least the cool-down is started. A listener restarted during a
+cool-down, or a start that failed once, is then caught up on the next tick (ADR-013).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from nexo.processes import repository
@@ -26,28 +30,34 @@ PURGE_EVERY = 500
 
 
 class ProcessEventRecorder:
-    """Records supervisord's process-state events for one host; revives FATAL programs after a cool-down."""
+    """Records supervisord's process-state events for one host; revives FATAL programs after a cool-down.
 
-    def __init__(self, db, host: str, start_process: Callable[[str], None], *,
-                 cooldown_s: float = FATAL_COOLDOWN_S):
+    all_processes: supervisord's getAllProcessInfo() (dicts with name, group, statename, stop, now).
+    """
+
+    def __init__(self, db, host: str, start_process: Callable[[str], None],
+                 all_processes: Callable[[], list[dict]], *, cooldown_s: float = FATAL_COOLDOWN_S):
         self.db = db
         self.host = host
         self.start_process = start_process
+        self.all_processes = all_processes
         self.cooldown_s = cooldown_s
         self._handled = 0
+        self._fatal_seen: dict[str, float] = {}    # a program that never ran has no stop time: when we saw it
 
     def handle(self, event_name: str, payload: dict[str, str]) -> str | None:
         """Record one event (payload: supervisord's key:value tokens); return the kind recorded, if any."""
+        if event_name.startswith("TICK_"):
+            self.revive_fatal()
+            return None
         kind = KINDS.get(event_name)
         if kind is None:
             return None
-        program, group = payload.get("processname", "?"), payload.get("groupname", "")
+        program = payload.get("processname", "?")
         pid = int(payload["pid"]) if payload.get("pid", "").isdigit() else None
         detail = _detail(kind, payload)
         level = logging.INFO if kind == "running" else logging.WARNING
         log.log(level, "program %s %s%s", program, kind, f" ({detail})" if detail else "")
-        if kind == "fatal":
-            self._revive_later(f"{group}:{program}" if group and group != program else program, program)
         self._record(program, kind, pid, detail)
         return kind
 
@@ -59,22 +69,32 @@ class ProcessEventRecorder:
                 repository.purge_old_events(tx.conn)
             tx.commit()
 
-    def _revive_later(self, name: str, program: str) -> None:
-        timer = threading.Timer(self.cooldown_s, self._revive, [name, program])
-        timer.daemon = True
-        timer.start()
-
-    def _revive(self, name: str, program: str) -> None:
-        try:
-            self.start_process(name)
-        except Exception as exc:  # already started by an operator, supervisord shutting down, …
-            log.warning("program %s: could not start it again after FATAL: %s", program, exc)
-            return
-        log.warning("program %s started again %.0f s after FATAL", program, self.cooldown_s)
-        try:
-            self._record(program, "revived", None, f"started again {self.cooldown_s:.0f} s after FATAL")
-        except Exception:
-            log.exception("program %s: could not record its revival", program)
+    def revive_fatal(self) -> list[str]:
+        """Start every program FATAL for at least the cool-down; return the names started."""
+        revived = []
+        for info in self.all_processes():
+            program, group = info["name"], info.get("group", "")
+            name = f"{group}:{program}" if group and group != program else program
+            if info.get("statename") != "FATAL":
+                self._fatal_seen.pop(name, None)
+                continue
+            since = info.get("stop") or self._fatal_seen.setdefault(name, info["now"])
+            fatal_for = info["now"] - since
+            if fatal_for < self.cooldown_s:
+                continue
+            try:
+                self.start_process(name)
+            except Exception as exc:  # already started by an operator, supervisord shutting down, …
+                log.warning("program %s: could not start it again after FATAL (next tick tries again): %s",
+                            program, exc)
+                continue
+            revived.append(name)
+            log.warning("program %s started again %.0f s after FATAL", program, fatal_for)
+            try:
+                self._record(program, "revived", None, f"started again {fatal_for:.0f} s after FATAL")
+            except Exception:
+                log.exception("program %s: could not record its revival", program)
+        return revived
 
 
 def _detail(kind: str, payload: dict[str, str]) -> str:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 from nexo.processes import repository
 from nexo.processes.listener import ProcessEventRecorder
 
@@ -15,7 +12,7 @@ def programs(db) -> dict[str, dict]:
 
 
 def test_exits_and_backoffs_count_as_restarts_and_the_last_event_is_the_state(db):
-    recorder = ProcessEventRecorder(db, "host-a", start_process=lambda name: None)
+    recorder = ProcessEventRecorder(db, "host-a", start_process=lambda name: None, all_processes=list)
     recorder.handle("PROCESS_STATE_RUNNING", {"processname": "sweeper", "groupname": "nexo", "pid": "10"})
     recorder.handle("PROCESS_STATE_EXITED", {"processname": "sweeper", "groupname": "nexo", "pid": "10", "expected": "0"})
     recorder.handle("PROCESS_STATE_BACKOFF", {"processname": "sweeper", "groupname": "nexo", "tries": "1"})
@@ -28,27 +25,58 @@ def test_exits_and_backoffs_count_as_restarts_and_the_last_event_is_the_state(db
     assert (rows["web"]["restarts_24h"], rows["web"]["state"], rows["web"]["last_restart_at"]) == (0, "RUNNING", None)
 
 
-def test_a_fatal_program_is_started_again_after_the_cool_down_and_that_is_recorded(db):
-    started = threading.Event()
+def info(name: str, state: str, stop: float, now: float = 1000.0, group: str = "nexo") -> dict:
+    """One entry of supervisord's getAllProcessInfo()."""
+    return {"name": name, "group": group, "statename": state, "stop": stop, "now": now}
+
+
+def test_on_a_tick_a_program_fatal_for_the_cool_down_is_started_again_and_that_is_recorded(db):
     names = []
-
-    def start_process(name):
-        names.append(name)
-        started.set()
-
-    recorder = ProcessEventRecorder(db, "host-a", start_process=start_process, cooldown_s=0.2)
+    processes = [info("worker_1", "FATAL", stop=960), info("sweeper", "FATAL", stop=990),
+                 info("web", "RUNNING", stop=0), info("process_events", "RUNNING", 0, group="process_events")]
+    recorder = ProcessEventRecorder(db, "host-a", start_process=names.append, all_processes=lambda: processes,
+                                    cooldown_s=30)
     recorder.handle("PROCESS_STATE_FATAL", {"processname": "worker_1", "groupname": "nexo"})
     assert programs(db)["worker_1"]["state"] == "FATAL"
-    assert started.wait(5), "the FATAL program was never started again"
-    assert names == ["nexo:worker_1"]
+    assert names == []                                  # the FATAL event itself starts nothing
+    assert recorder.handle("TICK_5", {"when": "1000"}) is None
+    assert names == ["nexo:worker_1"]                   # the sweeper is FATAL for 10 s only: not yet
     with db.reading() as conn:
         kinds = [r["kind"] for r in conn.execute(
             "SELECT kind FROM process_event WHERE program = 'worker_1' ORDER BY id").fetchall()]
-    assert kinds[0] == "fatal"
-    deadline = time.monotonic() + 5     # recorded by the timer thread right after start_process returned
-    while programs(db)["worker_1"]["state"] != "RESTARTING" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert kinds == ["fatal", "revived"]
     assert programs(db)["worker_1"]["state"] == "RESTARTING"
+
+
+def test_a_listener_started_after_the_fatal_event_still_revives_and_a_failed_start_is_tried_again(db):
+    # The listener that saw the FATAL event was restarted during the cool-down (review of issue 11,
+    # item 4): the new one knows only supervisord's view, at its start and on each tick.
+    tries = []
+
+    def start_process(name):
+        tries.append(name)
+        if len(tries) == 1:
+            raise OSError("supervisord busy")
+
+    processes = [info("fiscal", "FATAL", stop=900)]
+    recorder = ProcessEventRecorder(db, "host-b", start_process=start_process, all_processes=lambda: processes)
+    assert recorder.revive_fatal() == []                # the start failed: nothing recorded
+    assert recorder.handle("TICK_5", {}) is None
+    assert tries == ["nexo:fiscal", "nexo:fiscal"]
+    assert programs(db)["fiscal"]["state"] == "RESTARTING"
+
+
+def test_a_program_that_never_ran_waits_the_cool_down_from_when_it_was_first_seen_fatal(db):
+    names, now = [], [1000.0]
+    recorder = ProcessEventRecorder(db, "host-c", start_process=names.append, cooldown_s=30,
+                                    all_processes=lambda: [info("retention", "FATAL", stop=0, now=now[0])])
+    recorder.revive_fatal()
+    now[0] = 1029.0
+    recorder.revive_fatal()
+    assert names == []
+    now[0] = 1031.0
+    recorder.revive_fatal()
+    assert names == ["nexo:retention"]
 
 
 def test_purge_keeps_each_programs_latest_event(db):
