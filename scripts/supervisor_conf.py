@@ -38,7 +38,9 @@ STARTRETRIES = 5        # failed starts retried after 1, 2, 3, 4, 5 s, then FATA
 STOPWAITSECS = 5        # SIGTERM, then SIGKILL of the whole process group: `make run` stops within 15 s
 # The relay's programs finish the delivery attempt in flight on SIGTERM (and claim no more): they get the
 # HTTP call's whole timeout plus 2 s to record its outcome, so a stop or a deploy never kills an attempt
-# mid-flight and spends it (ADR-013). With the default RELAY_DELIVERY_TIMEOUT_S=5 that is 7 s.
+# mid-flight and spends it (ADR-013). With the default RELAY_DELIVERY_TIMEOUT_S=5 that is 7 s. One attempt
+# takes at most the delivery timeout + 0.75 s (RelayCadence.attempt_worst_s, nexo/settings.py): 2 s covers
+# it and the process's exit.
 RELAY_PROGRAMS = ("worker", "sweeper")
 RELAY_STOP_MARGIN_S = 2
 DEFAULT_DELIVERY_TIMEOUT_S = 5.0   # nexo/settings.py's default RELAY_DELIVERY_TIMEOUT_S
