@@ -14,6 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from nexo.ops import queries
+from nexo.outbox.registry import NAMES
 
 
 @pytest.fixture
@@ -136,11 +137,11 @@ def test_pending_age_history_matches_its_definition_on_mixed_outboxes(snapshot):
         conn.execute("DELETE FROM dead_letter")
         conn.execute("DELETE FROM outbox_event")
         _random_outbox(conn, random.Random(seed), order_id, events=8)
-        expected = {d: [0.0] * 25 for d in queries.DESTINATIONS}
+        expected = {d: [0.0] * 25 for d in NAMES}
         for row in conn.execute(_REFERENCE_HISTORY).fetchall():
             expected[row["destination"]][24 - row["k"]] = row["age_s"]
         history = queries.pending_age_history(conn)
-        for destination in queries.DESTINATIONS:
+        for destination in NAMES:
             assert history[destination] == pytest.approx(expected[destination]), f"seed {seed}, {destination}"
 
 
