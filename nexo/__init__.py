@@ -9,6 +9,8 @@ from flask import Flask, g, request
 from flask_login import current_user
 
 from nexo import auth, demo, form_input, migrations, observability, security
+from nexo.api import limits as api_limits
+from nexo.api import problems
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.formatting import format_ars, format_duration, format_local
@@ -67,6 +69,8 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
 
     @app.before_request
     def require_login():
+        if problems.is_api_request():
+            return None     # the API authenticates bearer keys itself, never the session (nexo/api/views.py)
         if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
             return login_manager.unauthorized()
         return None
@@ -84,6 +88,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     _register_blueprints(app)
     # After the blueprints: security wraps the views marked for the login rate limits (issue 7).
     security.init_app(app, settings.security, settings.redis_url)
+    api_limits.init_app(app, settings.security)
     metrics.init_app(settings.database_url)
     _register_cli(app)
     return app
@@ -91,6 +96,9 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
 
 def _register_blueprints(app: Flask) -> None:
     from nexo import errors, health, home
+    from nexo.api import admin as api_key_pages
+    from nexo.api import cli as apikeys_cli
+    from nexo.api import views as api_views
     from nexo.auth import cli as users_cli
     from nexo.auth import views as auth_views
     from nexo.credit import views as credit_views
@@ -100,7 +108,7 @@ def _register_blueprints(app: Flask) -> None:
     from nexo.warehouse import views as warehouse_views
 
     for module in (errors, health, home, auth_views, users_cli, order_views, credit_views, warehouse_views,
-                   deadletter_views, ops_views):
+                   deadletter_views, ops_views, api_views, api_key_pages, apikeys_cli):
         app.register_blueprint(module.bp)
 
 

@@ -10,6 +10,7 @@ from markupsafe import escape
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
+from nexo.api import problems
 from nexo.db import DatabaseUnavailable
 from nexo.form_input import ControlCharacterRefused
 
@@ -48,7 +49,9 @@ _BARE_PAGE = ('<!doctype html><html lang="es"><head><meta charset="utf-8"><title
 
 
 def render_error(status: int, message: str | None = None, **context):
-    """The error page for a status, optionally with a more specific message; it never raises."""
+    """The error page for a status, optionally with a more specific message (problem+json under /api/); it never raises."""
+    if problems.is_api_request():
+        return problems.from_http_status(status)
     title, default = MESSAGES.get(status, MESSAGES[500])
     message = message or default
     try:
@@ -70,6 +73,8 @@ def csrf_error(error):
 def http_error(error: HTTPException):
     if error.code and error.code < 400:
         return error
+    if problems.is_api_request():
+        return problems.from_http_status(error.code or 500, error.description)
     return render_error(error.code or 500, error.description if error.code in (409, 422) else None)
 
 

@@ -17,6 +17,7 @@ NAV_ITEMS = [
     ("Depósito", "warehouse.handoffs", "warehouse.view"),
     ("Operaciones", "ops.dashboard", "ops.view"),
     ("Entregas fallidas", "deadletters.list_dead_letters", "dlq.admin"),
+    ("Claves de API", "apikeys_admin.list_keys", "ops.view"),
 ]
 
 # Optional badges (e.g. the count of orders waiting for credit), registered by the capability

@@ -117,10 +117,11 @@ class SecuritySettings:
     login_limit_per_ip: str = "20 per 15 minutes"
     cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
     trusted_proxies: int = 0
+    api_limit_per_key: str = "600 per minute"   # every request of one API key (nexo/api/limits.py)
 
 
 def _security(env: dict) -> SecuritySettings:
-    """Read LOGIN_RATE_LIMIT_USERNAME, LOGIN_RATE_LIMIT_IP, COOKIE_SECURE and TRUSTED_PROXIES."""
+    """Read LOGIN_RATE_LIMIT_USERNAME, LOGIN_RATE_LIMIT_IP, API_RATE_LIMIT, COOKIE_SECURE and TRUSTED_PROXIES."""
     defaults = SecuritySettings()
     proxies = env.get("TRUSTED_PROXIES", "").strip() or "0"
     if not proxies.isdigit():
@@ -130,9 +131,11 @@ def _security(env: dict) -> SecuritySettings:
         login_limit_per_ip=env.get("LOGIN_RATE_LIMIT_IP", "").strip() or defaults.login_limit_per_ip,
         cookie_secure=env.get("COOKIE_SECURE", "").strip().lower() or defaults.cookie_secure,
         trusted_proxies=int(proxies),
+        api_limit_per_key=env.get("API_RATE_LIMIT", "").strip() or defaults.api_limit_per_key,
     )
     for name, value in (("LOGIN_RATE_LIMIT_USERNAME", security.login_limit_per_username),
-                        ("LOGIN_RATE_LIMIT_IP", security.login_limit_per_ip)):
+                        ("LOGIN_RATE_LIMIT_IP", security.login_limit_per_ip),
+                        ("API_RATE_LIMIT", security.api_limit_per_key)):
         try:
             parse_limit(value)
         except ValueError:

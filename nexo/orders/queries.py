@@ -57,17 +57,18 @@ def catalog_of(conn, skus: list[str]) -> list[dict]:
 
 
 def order_header(conn, order_id) -> dict | None:
-    """The order with its client, warehouse, salesperson and credit decision, or None."""
+    """The order with its client, warehouse, salesperson, origin (form or API key) and credit decision, or None."""
     return conn.execute(
         """
         SELECT o.*, c.name AS client_name, c.tier AS client_tier, c.credit_limit_cents, c.exposure_cents,
                w.name AS warehouse_name, s.username AS salesperson_username, s.full_name AS salesperson_name,
-               d.username AS decided_by_username, d.full_name AS decided_by_name
+               d.username AS decided_by_username, d.full_name AS decided_by_name, k.name AS api_key_name
           FROM orders o
           JOIN client c ON c.id = o.client_id
           JOIN warehouse w ON w.id = o.warehouse_id
           JOIN app_user s ON s.id = o.salesperson_id
           LEFT JOIN app_user d ON d.id = o.decided_by
+          LEFT JOIN api_key k ON k.id = o.api_key_id
          WHERE o.id = %s
         """, [order_id]).fetchone()
 

@@ -73,7 +73,7 @@ def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderC
 
 
 def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, salesperson_id: int, total_cents: int,
-                 delivery_method: str | None, lines: list[tuple]) -> str:
+                 delivery_method: str | None, lines: list[tuple], api_key_id: int | None = None) -> str:
     """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status.
 
     RN-01 stays one conditional UPDATE of the client's row (the `charged` CTE): the decision and the
@@ -81,6 +81,7 @@ def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, sa
     past the limit together. Within the limit → CONFIRMADO; over it → PENDIENTE_AUTORIZACION (RN-02's
     platinum tolerance is BLOCKED: every excess waits for the credit officer). Lines are
     (product_id, sku, quantity, unit_price_cents), the price copied from the price list (RN-03).
+    api_key_id names the API key that posted the order (NULL: the browser form, ADR-015).
     """
     products, skus, quantities, prices = (list(column) for column in zip(*lines, strict=True))
     return conn.execute(
@@ -94,10 +95,10 @@ def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, sa
                              ELSE 'PENDIENTE_AUTORIZACION' END AS status),
              new_order AS (
                  INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,
-                                     billing_status, delivery_method)
+                                     billing_status, delivery_method, api_key_id)
                  SELECT %(order)s, %(client)s, %(warehouse)s, %(salesperson)s, status, %(total)s,
                         CASE status WHEN 'CONFIRMADO' THEN 'PENDIENTE_FACTURACION' ELSE 'NO_APLICA' END,
-                        %(delivery)s
+                        %(delivery)s, %(api_key)s
                    FROM decided
                  RETURNING status),
              new_lines AS (
@@ -110,7 +111,7 @@ def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, sa
         SELECT status FROM new_order
         """,
         {"order": order_id, "request": request_id, "client": client_id, "warehouse": warehouse_id,
-         "salesperson": salesperson_id, "total": total_cents, "delivery": delivery_method,
+         "salesperson": salesperson_id, "total": total_cents, "delivery": delivery_method, "api_key": api_key_id,
          "products": products, "skus": skus, "quantities": quantities, "prices": prices}).fetchone()["status"]
 
 

@@ -101,7 +101,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
     status = repo.record_order(
         conn, order_id=order_id, request_id=cmd.request_id, client_id=cmd.client_id,
         warehouse_id=cmd.warehouse_id, salesperson_id=cmd.salesperson_id, total_cents=total_cents,
-        delivery_method=cmd.delivery_method or None,
+        delivery_method=cmd.delivery_method or None, api_key_id=cmd.api_key_id,
         lines=[(line.product_id, line.sku, line.quantity, line.unit_price_cents) for line in priced])
     approved = status == "CONFIRMADO"
 

@@ -1,0 +1,90 @@
+"""API keys: create (shown once), revoke, and authenticate a bearer key as its user (ADR-013).
+
+A key is `nexo_` + 256 random bits. Only its SHA-256 is stored: with that much entropy there is nothing
+to brute-force, so a slow password hash (scrypt, as for passwords) would add tens of milliseconds of
+CPU to every API call and no protection. Looking a key up by its hash also means no comparison of
+secrets in Python, so no timing to leak.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from psycopg.errors import UniqueViolation
+
+from nexo import audit
+from nexo.api import repository as repo
+from nexo.auth.service import User
+
+KEY_PREFIX = "nexo_"
+# last_used_at is written at most this often per key: a read on every request, a write once a minute.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class ApiKeyError(Exception):
+    """A key command that cannot be done (unknown user, name taken, no such key)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who an API request acts as: the key's user, with that user's permissions, and the key."""
+
+    user: User
+    key_id: int
+    key_name: str
+
+
+def hash_key(key: str) -> str:
+    """The stored form of a key."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_key(db, *, name: str, username: str, actor: str) -> str:
+    """Create a key named `name` acting as `username`; audited; return the key (the only time it exists)."""
+    name = name.strip()
+    if not name:
+        raise ApiKeyError("the key needs a name")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    with db.transaction() as tx:
+        user_id = repo.user_id_by_username(tx.conn, username)
+        if user_id is None:
+            raise ApiKeyError(f"no active user {username!r}")
+        try:
+            key_id = repo.insert_key(tx.conn, name=name, user_id=user_id, key_sha256=hash_key(key))
+        except UniqueViolation:
+            raise ApiKeyError(f"a live key named {name!r} already exists; revoke it first") from None
+        audit.append(tx.conn, actor=actor, action="api_key.created", object_type="api_key", object_id=key_id,
+                     details={"name": name, "user": username.strip().lower()})
+        tx.commit()
+    return key
+
+
+def revoke_key(db, *, name: str, actor: str) -> int:
+    """Revoke the live key named `name` at once; audited; return its id."""
+    with db.transaction() as tx:
+        key = repo.live_key_named(tx.conn, name.strip())
+        if key is None:
+            raise ApiKeyError(f"no live key named {name!r}")
+        repo.revoke_key(tx.conn, key["id"])
+        audit.append(tx.conn, actor=actor, action="api_key.revoked", object_type="api_key", object_id=key["id"],
+                     details={"name": key["name"]})
+        tx.commit()
+    return key["id"]
+
+
+def authenticate(db, presented: str) -> Principal | None:
+    """The principal of a live key, or None for an unknown or revoked one."""
+    if not presented.startswith(KEY_PREFIX) or len(presented) > 100:
+        return None
+    with db.transaction() as tx:
+        row = repo.key_with_user(tx.conn, hash_key(presented))
+        if row is None:
+            return None
+        if row["last_used_at"] is None or row["now"] - row["last_used_at"] >= LAST_USED_RESOLUTION:
+            repo.touch_key(tx.conn, row["key_id"])
+            tx.commit()
+    user = User(row["id"], row["username"], row["full_name"], frozenset(row["permissions"]))
+    return Principal(user, row["key_id"], row["key_name"])

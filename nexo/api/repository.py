@@ -1,0 +1,96 @@
+"""SQL of API keys and of the API's order read models. Each function takes the caller's connection."""
+
+from __future__ import annotations
+
+
+def insert_key(conn, *, name: str, user_id: int, key_sha256: str) -> int:
+    """Store a new key's hash; return its id."""
+    return conn.execute("INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id",
+                        [name, user_id, key_sha256]).fetchone()["id"]
+
+
+def live_key_named(conn, name: str) -> dict | None:
+    """The unrevoked key with this name, locked for the caller's transaction, or None."""
+    return conn.execute("SELECT id, name, user_id FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE",
+                        [name]).fetchone()
+
+
+def revoke_key(conn, key_id: int) -> None:
+    """Mark a key revoked now; the next request that presents it gets 401."""
+    conn.execute("UPDATE api_key SET revoked_at = now() WHERE id = %s", [key_id])
+
+
+def key_with_user(conn, key_sha256: str) -> dict | None:
+    """The live key with this hash, its user and the user's permissions, or None (one round trip)."""
+    return conn.execute(
+        """
+        SELECT k.id AS key_id, k.name AS key_name, k.last_used_at, now() AS now,
+               u.id, u.username, u.full_name,
+               coalesce(array_agg(DISTINCT rp.permission_name)
+                        FILTER (WHERE rp.permission_name IS NOT NULL), '{}') AS permissions
+          FROM api_key k
+          JOIN app_user u ON u.id = k.user_id AND u.active
+          LEFT JOIN user_role ur ON ur.user_id = u.id
+          LEFT JOIN role_permission rp ON rp.role_name = ur.role_name
+         WHERE k.key_sha256 = %s AND k.revoked_at IS NULL
+         GROUP BY k.id, u.id
+        """, [key_sha256]).fetchone()
+
+
+def touch_key(conn, key_id: int) -> None:
+    """Record that the key was used now."""
+    conn.execute("UPDATE api_key SET last_used_at = now() WHERE id = %s", [key_id])
+
+
+def all_keys(conn) -> list[dict]:
+    """Every key (never its hash) with its user, live ones first, newest first."""
+    return conn.execute(
+        """
+        SELECT k.id, k.name, u.username, u.full_name, k.created_at, k.last_used_at, k.revoked_at
+          FROM api_key k JOIN app_user u ON u.id = k.user_id
+         ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC
+        """).fetchall()
+
+
+def user_id_by_username(conn, username: str) -> int | None:
+    """The id of the active user with this username, or None."""
+    row = conn.execute("SELECT id FROM app_user WHERE username = %s AND active", [username.strip().lower()]).fetchone()
+    return row["id"] if row else None
+
+
+# --- order read models ---------------------------------------------------------------------------
+
+_ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
+                    o.total_cents, o.created_at, o.salesperson_id"""
+
+
+def order(conn, order_id) -> dict | None:
+    """One order's header, or None."""
+    return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE o.id = %s", [order_id]).fetchone()
+
+
+def orders_page(conn, salesperson_id: int, *, status: str | None, after: tuple | None, limit: int) -> list[dict]:
+    """Up to `limit` orders of a salesperson, newest first, strictly after the keyset `after` = (created_at,
+    id) of the previous page: an index range scan, never an OFFSET that re-reads the skipped rows."""
+    # Conditions are added, not switched off with "%s IS NULL OR …", so every plan can use the index.
+    where, params = ["o.salesperson_id = %s"], [salesperson_id]
+    if status is not None:
+        where.append("o.status = %s")
+        params.append(status)
+    if after is not None:
+        where.append("(o.created_at, o.id) < (%s, %s)")
+        params.extend(after)
+    return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)}"
+                        " ORDER BY o.created_at DESC, o.id DESC LIMIT %s", [*params, limit]).fetchall()
+
+
+def lines_of(conn, order_ids: list) -> list[dict]:
+    """The lines of these orders, by order and SKU."""
+    return conn.execute("SELECT order_id, sku, quantity, unit_price_cents FROM order_line"
+                        " WHERE order_id = ANY(%s) ORDER BY order_id, sku", [order_ids]).fetchall()
+
+
+def events_of(conn, order_ids: list) -> list[dict]:
+    """The outbox events of these orders (type and status), oldest first."""
+    return conn.execute("SELECT aggregate_id AS order_id, event_type AS type, status FROM outbox_event"
+                        " WHERE aggregate_id = ANY(%s) ORDER BY created_at, event_type", [order_ids]).fetchall()
