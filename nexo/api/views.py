@@ -69,7 +69,7 @@ def _idempotency_key() -> uuid.UUID:
 def _require_json_object() -> None:
     if request.mimetype != "application/json":
         raise ApiProblem("unsupported_media_type", "Send the order as `Content-Type: application/json`.")
-    if request.getjson_response(silent=True) is None:
+    if request.get_json(silent=True) is None:
         raise ApiProblem("invalid_request", "The body is not valid JSON.", errors={"body": ["Not valid JSON."]})
 
 

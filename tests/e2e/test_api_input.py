@@ -1,0 +1,106 @@
+"""Bad input gets a precise problem+json (never a 500 or HTML); the document, pages of orders, the catalog."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import requests
+from openapi_spec_validator import validate
+
+from tests.e2e.api_support import Api, new_key, order_body
+from tests.integration.order_helpers import count
+
+
+def test_the_openapi_document_is_valid_3_1_and_describes_every_route(live_server):
+    doc = requests.get(live_server + "/api/v1/openapi.json", timeout=10).json()
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+    assert {"/api/v1/orders", "/api/v1/orders/{order_id}", "/api/v1/catalog", "/api/v1/openapi.json"} <= set(doc["paths"])
+    post = doc["paths"]["/api/v1/orders"]["post"]
+    assert {"201", "400", "409", "413", "415", "422", "429"} <= set(post["responses"])
+    assert any(p["name"] == "Idempotency-Key" for p in post["parameters"])
+    assert "request_in_progress" in post["description"]
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"lines": [{"sku": "COR-200", "quantity": "2"}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": 2.0}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": 2.5}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": True}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": 0}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": -1}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": "COR-200", "quantity": 10**12}]}, "lines[0].quantity"),
+    ({"lines": [{"sku": f"X-{i}", "quantity": 1} for i in range(2000)]}, "lines"),
+    ({"lines": []}, "lines"),
+    ({"lines": [{"sku": "COR\x00200", "quantity": 1}]}, "lines[0].sku"),
+    ({"delivery_method": "moto\nexpress"}, "delivery_method"),
+    ({"client_id": "not-a-uuid"}, "client_id"),
+    ({"surprise": 1}, "surprise"),
+    ({"lines": [{"sku": "COR-200", "quantity": 1, "price_cents": 1}]}, "lines[0].price_cents"),
+])
+def test_a_malformed_body_is_400_invalid_request_naming_the_field(live_server, db, change, field):
+    response = Api(live_server, new_key(db)).post_order({**order_body(db, [("COR-200", 1)]), **change}, uuid.uuid4())
+    assert response.status_code == 400 and response.json()["reason"] == "invalid_request"
+    assert field in response.json()["errors"], response.json()
+    assert count(db, "SELECT count(*) FROM orders") == 0
+
+
+def test_unknown_client_or_warehouse_is_400_naming_the_field(live_server, db):
+    api = Api(live_server, new_key(db))
+    for change, field in (({"client_id": str(uuid.uuid4())}, "client_id"), ({"deposit_id": "SUR"}, "deposit_id")):
+        response = api.post_order({**order_body(db, [("COR-200", 1)]), **change}, uuid.uuid4())
+        assert response.status_code == 400 and field in response.json()["errors"]
+    assert count(db, "SELECT count(*) FROM idempotency_keys") == 0
+
+
+def test_wrong_media_type_not_json_too_large_and_missing_or_bad_keys(live_server, db):
+    api_key, body = new_key(db), json.dumps(order_body(db, [("COR-200", 1)]))
+    api = Api(live_server, api_key)
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    cases = [
+        ({"data": body, "headers": {**key, "Content-Type": "text/plain"}}, 415, "unsupported_media_type"),
+        ({"data": "{not json", "headers": {**key, "Content-Type": "application/json"}}, 400, "invalid_request"),
+        ({"data": "x" * (200 * 1024), "headers": {**key, "Content-Type": "application/json"}}, 413, "payload_too_large"),
+        ({"data": body, "headers": {"Content-Type": "application/json"}}, 400, "idempotency_key_missing"),
+        ({"data": body, "headers": {"Idempotency-Key": "abc", "Content-Type": "application/json"}}, 400,
+         "invalid_request"),
+    ]
+    for kwargs, status, reason in cases:
+        # A fresh connection each: a refused body is not read, and gunicorn closes a connection it cannot reuse.
+        response = Api(live_server, api_key).call("post", "/api/v1/orders", **kwargs)
+        assert (response.status_code, response.json()["reason"]) == (status, reason), kwargs["headers"]
+        assert response.headers["Content-Type"] == "application/problem+json"
+    quoted = api.call("post", "/api/v1/orders", data=body, headers={
+        "Idempotency-Key": f'"{uuid.uuid4()}"', "Content-Type": "application/json"})
+    assert quoted.status_code == 201
+    for method, path in (("get", "/api/v1/nothing-here"), ("delete", "/api/v1/catalog")):
+        response = api.call(method, path)
+        assert response.status_code in (404, 405) and response.headers["Content-Type"] == "application/problem+json"
+
+
+def test_my_orders_come_newest_first_in_keyset_pages_with_a_status_filter(live_server, db):
+    api = Api(live_server, new_key(db))
+    created = [api.post_order(order_body(db, [("TOR-010", n)]), uuid.uuid4()).json()["id"] for n in range(1, 6)]
+    pending = api.post_order(order_body(db, [("COR-200", 5)], client="Ferretería Platino SA"), uuid.uuid4()).json()
+    Api(live_server, new_key(db, "vendedor2")).post_order(order_body(db, [("TOR-010", 1)]), uuid.uuid4())
+    seen, cursor = [], None
+    while True:
+        page = api.call("get", "/api/v1/orders?limit=2" + (f"&cursor={cursor}" if cursor else "")).json()
+        seen += [o["id"] for o in page["orders"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [pending["id"], *reversed(created)]
+    only = api.call("get", "/api/v1/orders?status=PENDIENTE_AUTORIZACION").json()
+    assert [o["id"] for o in only["orders"]] == [pending["id"]] and only["next_cursor"] is None
+    for query in ("limit=0", "limit=101", "status=PERDIDO", "cursor=bm9wZQ"):
+        response = api.call("get", f"/api/v1/orders?{query}")
+        assert response.status_code == 400 and response.json()["reason"] == "invalid_request", query
+
+
+def test_the_catalog_lists_prices_and_availability_per_warehouse(live_server, db):
+    items = {i["sku"]: i for i in Api(live_server, new_key(db)).call("get", "/api/v1/catalog").json()["items"]}
+    assert items["COR-118"]["price_cents"] == 1250000 and items["COR-118"]["available"]["CEN"] == 1
+    assert items["PRC-000"]["price_cents"] is None
