@@ -17,6 +17,7 @@ import redis
 from bench import data as bench_data
 from bench import growth, hot_sku, machine, mixed, order_entry, pgbench, profile, relay, report
 from bench import scale as scales
+from bench.api_client import integrations
 from bench.cpu import CpuMeter
 from bench.stack import ROOT, Stack
 from bench.web import log_in_all
@@ -60,6 +61,8 @@ def main() -> int:
     began = time.monotonic()
     # A queue of the bench's own: on a shared REDIS_URL, another Nexo's workers never see its wake-ups.
     os.environ.setdefault("RELAY_QUEUE", f"nexo-bench-{secrets.token_hex(3)}")
+    # The API's per-key rate limit (a security setting) would otherwise be what phase (3b) measures.
+    os.environ.setdefault("API_RATE_LIMIT", "1000000 per minute")
     durable = machine.make_durable(database_url)
     results: dict = {"started_at": datetime.now().isoformat(timespec="seconds"), "scale": asdict(scale),
                      "machine": machine.describe(database_url, redis_url), "durability_restored": durable}
@@ -80,7 +83,7 @@ def main() -> int:
                                   **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")}}
         if "direct" in phases:
             _direct(run)
-        if phases & {"http", "hot"}:
+        if phases & {"http", "api", "hot"}:
             _web(run, phases)
         if "relay" in phases:
             _relay(run)
@@ -129,7 +132,7 @@ def _web(run: Run, phases: set[str]) -> None:
     scale, results, stack = run.scale, run.results, run.stack
     results["web"] = web_shape(stack.env)
     url = stack.start_web()
-    people = log_in_all(url, run.data.usernames[:scale.buyers], run.data.password)
+    people = log_in_all(url, run.data.usernames[:scale.buyers], run.data.password) if phases & {"http", "hot"} else []
     if "http" in phases:
         results["http"] = []
         for n in CONCURRENCY:
@@ -139,6 +142,16 @@ def _web(run: Run, phases: set[str]) -> None:
                                  include_self="load generator")
                 results["http"].append(order_entry.http(people, run.data, n, scale.entry_s, scale.warmup_s,
                                                         meter).as_dict())
+    if "api" in phases:
+        results["api"] = []
+        apps = integrations(run.db, url, run.data.usernames[:max(CONCURRENCY)])
+        for n in CONCURRENCY:
+            say(f"(3b) HTTP Orders API, {n} client(s), {scale.entry_s:g} s")
+            with profile.maybe(f"api-x{n}", [stack.web.pid], n == 8):
+                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]},
+                                 include_self="load generator")
+                results["api"].append(order_entry.api(apps, run.data, n, scale.entry_s, scale.warmup_s,
+                                                      meter).as_dict())
     if "hot" in phases:
         say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
         meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")

@@ -1,10 +1,12 @@
-"""Order entry throughput: create_order called directly, and the same order through HTTP (gunicorn, CSRF)."""
+"""Order entry throughput: create_order called directly, and the same order through HTTP: the form (CSRF)
+and the Orders API (bearer key, Idempotency-Key)."""
 
 from __future__ import annotations
 
 import random
 import uuid
 
+from bench.api_client import Integration
 from bench.data import WAREHOUSE, BenchData
 from bench.load import Measurement, closed_loop
 from bench.web import Salesperson
@@ -47,3 +49,13 @@ def http(people: list[Salesperson], data: BenchData, clients: int, duration_s: f
         return status == 303, f"HTTP {status}"
 
     return closed_loop(f"http x{clients}", clients, lambda i: people[i], order, duration_s, warmup_s, meter)
+
+
+def api(integrations: list[Integration], data: BenchData, clients: int, duration_s: float, warmup_s: float,
+        meter=None) -> Measurement:
+    """`clients` integrations posting JSON orders back to back, each with a fresh Idempotency-Key; success = 201."""
+    def order(integration: Integration, rng: random.Random):
+        status, _ = integration.post_order(rng.choice(data.client_ids), data.order_lines(rng))
+        return status == 201, f"HTTP {status}"
+
+    return closed_loop(f"api x{clients}", clients, lambda i: integrations[i], order, duration_s, warmup_s, meter)

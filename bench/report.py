@@ -86,12 +86,14 @@ def table(results: dict) -> str:
     for key, title in (("direct", "(2) create_order direct (no HTTP), 2-line orders"),
                        ("http", "(3) HTTP POST /orders/new (gunicorn as make run: "
                                 f"{results.get('web', {}).get('workers')} gthread workers × "
-                                f"{results.get('web', {}).get('threads')} threads), CSRF, 303 = success")):
+                                f"{results.get('web', {}).get('threads')} threads), CSRF, 303 = success"),
+                       ("api", "(3b) HTTP POST /api/v1/orders (the same gunicorn), bearer key, fresh Idempotency-Key,"
+                               " 201 = success")):
         rows = results.get(key)
         if not rows:
             continue
         lines += [title, "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like   CPU ms/order: "
-                  + ("gunicorn · postgres · redis · load generator" if key == "http" else "python · postgres · redis")]
+                  + ("python · postgres · redis" if key == "direct" else "gunicorn · postgres · redis · load generator")]
         for r in rows:
             share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
             lines.append(f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
