@@ -9,8 +9,8 @@ from flask import Flask, g, request
 from flask_login import current_user
 
 from nexo import auth, demo, form_input, migrations, observability, security
-from nexo.api import limits as api_limits
 from nexo.api import problems
+from nexo.api import setup as api_setup
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.formatting import format_ars, format_duration, format_local
@@ -88,7 +88,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     _register_blueprints(app)
     # After the blueprints: security wraps the views marked for the login rate limits (issue 7).
     security.init_app(app, settings.security, settings.redis_url)
-    api_limits.init_app(app, settings.security)
+    api_setup.init_app(app, settings.security)
     metrics.init_app(settings.database_url)
     _register_cli(app)
     return app

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, g, render_template, request
+from flask import Blueprint, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from nexo.api import problems
 from nexo.db import DatabaseUnavailable
 from nexo.form_input import ControlCharacterRefused
 
@@ -48,10 +47,25 @@ _BARE_PAGE = ('<!doctype html><html lang="es"><head><meta charset="utf-8"><title
               '<p><a href="/">Volver al inicio</a></p></section></main></body></html>')
 
 
+def register_error_format(app, prefix: str, render) -> None:
+    """Let a part of the site answer its errors in its own format: render(status, description) for paths
+    under prefix (the JSON API answers problem+json, never an HTML page)."""
+    app.extensions.setdefault("nexo.error_formats", []).append((prefix, render))
+
+
+def _own_format(status: int, description: str | None = None):
+    for prefix, render in current_app.extensions.get("nexo.error_formats", ()):
+        if request.path.startswith(prefix):
+            return render(status, description)
+    return None
+
+
 def render_error(status: int, message: str | None = None, **context):
-    """The error page for a status, optionally with a more specific message (problem+json under /api/); it never raises."""
-    if problems.is_api_request():
-        return problems.from_http_status(status)
+    """The error page for a status, optionally with a more specific message (or the path's own format, see
+    register_error_format); it never raises."""
+    own = _own_format(status)
+    if own is not None:
+        return own
     title, default = MESSAGES.get(status, MESSAGES[500])
     message = message or default
     try:
@@ -73,8 +87,9 @@ def csrf_error(error):
 def http_error(error: HTTPException):
     if error.code and error.code < 400:
         return error
-    if problems.is_api_request():
-        return problems.from_http_status(error.code or 500, error.description)
+    own = _own_format(error.code or 500, error.description)
+    if own is not None:
+        return own
     return render_error(error.code or 500, error.description if error.code in (409, 422) else None)
 
 

@@ -117,7 +117,7 @@ class SecuritySettings:
     login_limit_per_ip: str = "20 per 15 minutes"
     cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
     trusted_proxies: int = 0
-    api_limit_per_key: str = "600 per minute"   # every request of one API key (nexo/api/limits.py)
+    api_limit_per_key: str = "600 per minute"   # every request of one API key (nexo/api/setup.py)
 
 
 def _security(env: dict) -> SecuritySettings:
