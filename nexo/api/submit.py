@@ -69,26 +69,34 @@ def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
 
 
 def _respond(principal: Principal, key: uuid.UUID, result: commands.OrderResult):
-    if result.created or result.outcome == commands.REPLAYED:
-        with get_db().reading() as conn:
-            order = read_models.visible_order(conn, result.order_id, principal.user)
-        if order is None:
-            # A key another user's order already holds: replaying it would show them that order.
+    match result:
+        case commands.Confirmed(order_id=order_id) | commands.PendingAuthorization(order_id=order_id):
+            return _order(principal, key, order_id, replayed=False)
+        case commands.Replayed(order_id=order_id):
+            return _order(principal, key, order_id, replayed=True)
+        case commands.Conflict():
             return _reused(key)
-        headers = {"Location": f"/api/v1/orders/{result.order_id}"}
-        if result.outcome == commands.REPLAYED:
-            headers["Idempotent-Replayed"] = "true"
-        return json_response(order, 201, headers)
-    if result.outcome == commands.CONFLICT:
+        case commands.Rejected(problems=problems):
+            detail = "; ".join(f"{p.sku}: {p.reason}" for p in problems)
+            raise ApiProblem(result.reasons[0], f"Order refused, nothing kept ({detail}). The same Idempotency-Key "
+                             "may be sent again and is evaluated anew.",
+                             extra={"problems": [{"sku": p.sku, "reason": p.reason} for p in problems]})
+        case commands.Invalid(field_errors=field_errors):
+            raise ApiProblem("invalid_request", "The order refers to something that does not exist.",
+                             errors={name: [message] for name, message in field_errors.items()})
+
+
+def _order(principal: Principal, key: uuid.UUID, order_id, *, replayed: bool):
+    """201 with the order as it is now (ADR-013); a replay says so in Idempotent-Replayed."""
+    with get_db().reading() as conn:
+        order = read_models.visible_order(conn, order_id, principal.user)
+    if order is None:
+        # A key another user's order already holds: replaying it would show them that order.
         return _reused(key)
-    if result.outcome == commands.REJECTED:
-        first = result.reasons[0]
-        detail = "; ".join(f"{p.sku}: {p.reason}" for p in result.problems)
-        raise ApiProblem(first, f"Order refused, nothing kept ({detail}). The same Idempotency-Key may be sent "
-                         "again and is evaluated anew.",
-                         extra={"problems": [{"sku": p.sku, "reason": p.reason} for p in result.problems]})
-    raise ApiProblem("invalid_request", "The order refers to something that does not exist.",
-                     errors={name: [message] for name, message in result.field_errors.items()})
+    headers = {"Location": f"/api/v1/orders/{order_id}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return json_response(order, 201, headers)
 
 
 def _reused(key: uuid.UUID):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 import uuid
 
 from nexo import create_app
-from nexo.security import SecuritySettings
+from nexo.settings import SecuritySettings, Settings
 from tests.e2e.api_support import Api, assert_documented, new_key, order_body
 from tests.helpers import ROOT, csrf_token, http_login
 from tests.integration.order_helpers import count
@@ -77,7 +78,8 @@ def test_another_salespersons_order_is_404_and_credit_may_read_it(live_server, d
 
 
 def test_the_rate_limit_per_key_answers_429_problem_with_retry_after(db):
-    app = create_app({"TESTING": True, "NEXO_SECURITY": SecuritySettings(api_limit_per_key="3 per minute")})
+    settings = dataclasses.replace(Settings.from_env(), security=SecuritySettings(api_limit_per_key="3 per minute"))
+    app = create_app(settings, test_config={"TESTING": True})
     client, key, other = app.test_client(), new_key(db), new_key(db)
     doc = client.get("/api/v1/openapi.json").get_json()
     statuses = [client.get("/api/v1/catalog", headers={"Authorization": f"Bearer {key}"}).status_code
@@ -91,10 +93,10 @@ def test_the_rate_limit_per_key_answers_429_problem_with_retry_after(db):
     app.extensions["nexo.db"].close()
 
 
-def test_with_the_database_down_the_api_answers_503_problem_json(monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")
-    monkeypatch.setenv("DB_POOL_TIMEOUT_S", "0.5")
-    app = create_app({"TESTING": True})
+def test_with_the_database_down_the_api_answers_503_problem_json():
+    settings = dataclasses.replace(Settings.from_env(), database_url="postgresql://postgres@127.0.0.1:1/nowhere",
+                                   db_pool_timeout_s=0.5)
+    app = create_app(settings, test_config={"TESTING": True})
     response = app.test_client().get("/api/v1/orders", headers={"Authorization": "Bearer nexo_" + "y" * 43})
     assert response.status_code == 503 and response.content_type == "application/problem+json"
     assert response.json["reason"] == "unavailable" and response.headers["Retry-After"]
