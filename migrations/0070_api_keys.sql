@@ -1,4 +1,4 @@
--- Orders API for integrations (issue 13, docs/adr/ADR-013).
+-- Orders API for integrations (issue 13, docs/adr/ADR-015).
 --
 -- One row per API key. Only the SHA-256 of the key is kept: a key is 256 random bits, so a fast hash
 -- is as strong as a slow one here (nothing to brute-force) and costs microseconds on every request,

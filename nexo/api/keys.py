@@ -1,4 +1,4 @@
-"""API keys: create (shown once), revoke, and authenticate a bearer key as its user (ADR-013).
+"""API keys: create (shown once), revoke, and authenticate a bearer key as its user (ADR-015).
 
 A key is `nexo_` + 256 random bits. Only its SHA-256 is stored: with that much entropy there is nothing
 to brute-force, so a slow password hash (scrypt, as for passwords) would add tens of milliseconds of

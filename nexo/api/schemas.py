@@ -61,7 +61,7 @@ class EventOut(BaseModel):
 
 
 class OrderOut(BaseModel):
-    """The order as it is now (a replay shows the current status, see ADR-013)."""
+    """The order as it is now (a replay shows the current status, see ADR-015)."""
 
     id: uuid.UUID
     status: Literal["CONFIRMADO", "PENDIENTE_AUTORIZACION", "RECHAZADO"]

@@ -62,7 +62,7 @@ IDEMPOTENCY_KEY_PARAMETER = {
     "name": "Idempotency-Key", "in": "header", "required": True,
     "description": ("A UUID chosen by the client for one intent and sent again, unchanged, on every retry "
                     "of it (IETF httpapi Idempotency-Key; a quoted sf-string is accepted). The browser form's "
-                    "request_id and this key are one key space. See docs/adr/ADR-013."),
+                    "request_id and this key are one key space. See docs/adr/ADR-015."),
     "schema": {"type": "string", "format": "uuid"},
 }
 

@@ -2,7 +2,7 @@
 
 No second implementation of order entry: this module only builds the CreateOrder command, bounds how
 long a retry waits for the first request with its key, and maps the use case's outcome to HTTP
-(docs/adr/ADR-013).
+(docs/adr/ADR-015).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # How long a request waits for a lock inside the order transaction. The lock that matters is the one a
 # retry takes on its Idempotency-Key while the first request with that key is still running (ADR-007's
 # claim): an order transaction lasts milliseconds, so 2 s covers any healthy first request (the retry
-# then replays it) and bounds a stuck one (→ 409 request_in_progress), see ADR-013.
+# then replays it) and bounds a stuck one (→ 409 request_in_progress), see ADR-015.
 LOCK_WAIT_MS = 2000
 RETRY_AFTER_S = "1"
 
@@ -87,7 +87,7 @@ def _respond(principal: Principal, key: uuid.UUID, result: commands.OrderResult)
 
 
 def _order(principal: Principal, key: uuid.UUID, order_id, *, replayed: bool):
-    """201 with the order as it is now (ADR-013); a replay says so in Idempotent-Replayed."""
+    """201 with the order as it is now (ADR-015); a replay says so in Idempotent-Replayed."""
     with get_db().reading() as conn:
         order = read_models.visible_order(conn, order_id, principal.user)
     if order is None:

@@ -91,7 +91,7 @@ def create_order():
     true` and the order as it is now, no new effect. The same key with another intent →
     422 idempotency_key_reused. While the first request with a key is still running, a second one waits
     for it (up to 2 s) and replays its result; if it is still running then → 409 request_in_progress with
-    Retry-After, nothing done (docs/adr/ADR-013). A business rejection (insufficient_stock, invalid_sku,
+    Retry-After, nothing done (docs/adr/ADR-015). A business rejection (insufficient_stock, invalid_sku,
     price_source_unavailable) → 422 with that reason and nothing kept: the same key may be sent again.
     An order over the client's credit is created PENDIENTE_AUTORIZACION (not confirmed).
     """

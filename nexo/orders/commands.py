@@ -42,7 +42,7 @@ class CreateOrder:
     salesperson_id: int
     delivery_method: str | None = None
     correlation_id: str | None = None        # the HTTP request id, copied to outbox rows for log correlation
-    api_key_id: int | None = None            # where the order came from: None = the browser form (ADR-013)
+    api_key_id: int | None = None            # where the order came from: None = the browser form (ADR-015)
 
 
 @dataclass(frozen=True)
