@@ -19,7 +19,7 @@ from nexo.api.http import json_response
 from nexo.api.keys import Principal
 from nexo.api.problems import ApiProblem
 from nexo.api.schemas import OrderIn
-from nexo.extensions import get_db
+from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, service
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
         salesperson_id=principal.user.id, delivery_method=(body.delivery_method or "").strip() or None,
         correlation_id=g.get("request_id"), api_key_id=principal.key_id)
     try:
-        result = service.create_order(_BoundedLockWait(get_db(), LOCK_WAIT_MS), cmd)
+        result = service.create_order(_BoundedLockWait(get_db(), LOCK_WAIT_MS), cmd, get_wakeup())
     except LockNotAvailable as exc:
         # Nothing was kept (the transaction rolled back). Which lock: the key's, or a stock/credit row.
         if "idempotency_keys" in (exc.diag.context or ""):

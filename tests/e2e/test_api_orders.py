@@ -173,3 +173,10 @@ def test_the_form_and_the_api_share_one_key_space_and_the_order_page_names_its_o
         order_body(db, [("TOR-010", 3)]), uuid.uuid4()).json()["id"]
     page = session.get(f"{live_server}/orders/{api_order}", timeout=10).text
     assert 'data-order-source="api"' in page and "tienda-web" in page
+
+
+def test_a_confirmed_api_order_wakes_the_relay_after_its_commit(live_server, db, settings, redis_client):
+    response = Api(live_server, new_key(db)).post_order(order_body(db, [("COR-200", 1)]), uuid.uuid4())
+    assert response.status_code == 201 and len(response.json()["events"]) == 2
+    # One RQ job for the order's two events (ADR-008); without it only the sweeper would find them.
+    assert redis_client.llen(f"rq:queue:{settings.relay_queue}") == 1
