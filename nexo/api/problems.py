@@ -78,5 +78,10 @@ def from_problem(problem: ApiProblem) -> Response:
 def from_http_status(status: int, description: str | None = None) -> Response:
     """The problem+json of an HTTP error raised outside the API's views (404, 405, 413, 429, ...)."""
     reason = REASON_BY_STATUS.get(status, "internal_error" if status >= 500 else "invalid_request")
-    headers = {"Retry-After": "5"} if reason == "unavailable" else None
-    return problem_response(reason, description or REASONS[reason][1], headers=headers)
+    if reason == "unavailable":
+        # Whether a cut-off write was kept is unknown; the key makes repeating it safe (ADR-005, ADR-015).
+        return problem_response(reason, "A service Nexo needs is not answering. Send the same request again, with "
+                                "the same Idempotency-Key, after Retry-After: it is never applied twice.",
+                                headers={"Retry-After": "5"})
+    detail = description or REASONS[reason][1]
+    return problem_response(reason, detail, errors={"body": [detail]} if reason == "invalid_request" else None)

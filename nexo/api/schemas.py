@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from nexo.orders.commands import MAX_LINE_QUANTITY, MAX_LINES
 
-# No control characters (C0, DEL) in any text an integration sends: they have no place in a SKU, a
-# warehouse code or a delivery method, and would end up in pages and logs.
-_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+# No control characters (Unicode Cc: C0, DEL, C1) in any text an integration sends: they have no place
+# in a SKU, a warehouse code or a delivery method; the same set the forms refuse (nexo/form_input.py).
+_PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
 Printable = Annotated[StrictStr, Field(pattern=_PRINTABLE)]
 
 
