@@ -79,11 +79,13 @@ def authenticate(db, presented: str) -> Principal | None:
     """The principal of a live key, or None for an unknown or revoked one."""
     if not presented.startswith(KEY_PREFIX) or len(presented) > 100:
         return None
-    with db.transaction() as tx:
-        row = repo.key_with_user(tx.conn, hash_key(presented))
-        if row is None:
-            return None
-        if row["last_used_at"] is None or row["now"] - row["last_used_at"] >= LAST_USED_RESOLUTION:
+    # One autocommit read on every request, like the session's user load (nexo/db.py reading_one).
+    with db.reading_one() as conn:
+        row = repo.key_with_user(conn, hash_key(presented))
+    if row is None:
+        return None
+    if row["last_used_at"] is None or row["now"] - row["last_used_at"] >= LAST_USED_RESOLUTION:
+        with db.transaction() as tx:
             repo.touch_key(tx.conn, row["key_id"])
             tx.commit()
     user = User(row["id"], row["username"], row["full_name"], frozenset(row["permissions"]))

@@ -31,9 +31,13 @@ def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tupl
 
 
 def catalog(conn) -> list[dict]:
-    """The catalog items: SKU, name, list price (None: no authoritative price) and availability."""
+    """The catalog items: SKU, name, list price (None: no authoritative price) and availability.
+
+    Every product, as CONTRACT.md has it (the order form's SKU lookup with `limit=None`: LIMIT NULL is
+    no limit). With tens of thousands of SKUs this wants the lookup's prefix and pages (issue 14).
+    """
     return [{"sku": row["sku"], "name": row["name"], "price_cents": row["price_cents"],
-             "available": dict(row["available"])} for row in order_queries.catalog(conn)]
+             "available": dict(row["available"])} for row in order_queries.find_skus(conn, "", limit=None)]
 
 
 def _with_details(conn, headers: list[dict]) -> list[dict]:

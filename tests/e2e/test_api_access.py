@@ -10,6 +10,7 @@ import uuid
 
 from nexo import create_app
 from nexo.settings import SecuritySettings, Settings
+from nexo.telemetry.recorder import recorder
 from tests.e2e.api_support import Api, assert_documented, new_key, order_body
 from tests.helpers import ROOT, csrf_token, http_login
 from tests.integration.order_helpers import count
@@ -93,10 +94,11 @@ def test_the_rate_limit_per_key_answers_429_problem_with_retry_after(db):
     app.extensions["nexo.db"].close()
 
 
-def test_with_the_database_down_the_api_answers_503_problem_json():
-    settings = dataclasses.replace(Settings.from_env(), database_url="postgresql://postgres@127.0.0.1:1/nowhere",
-                                   db_pool_timeout_s=0.5)
-    app = create_app(settings, test_config={"TESTING": True})
+def test_with_the_database_down_the_api_answers_503_problem_json(settings):
+    down = dataclasses.replace(settings, database_url="postgresql://postgres@127.0.0.1:1/nowhere",
+                               db_pool_timeout_s=0.5)
+    app = create_app(down, test_config={"TESTING": True})
+    recorder.configure(settings.database_url)     # create_app pointed this process's ops recorder at it
     response = app.test_client().get("/api/v1/orders", headers={"Authorization": "Bearer nexo_" + "y" * 43})
     assert response.status_code == 503 and response.content_type == "application/problem+json"
     assert response.json["reason"] == "unavailable" and response.headers["Retry-After"]

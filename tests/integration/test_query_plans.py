@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from bench import grow
+from nexo.api import keys
 from tests.helpers import csrf_token
 
 pytestmark = pytest.mark.slow
@@ -77,6 +78,15 @@ def _visit(client, recorder, label: str, method: str, url: str, data: dict | Non
     return response
 
 
+def _api(client, recorder, label: str, method: str, url: str, key: str, body=None, ok=(200, 201)):
+    recorder.page = label
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": str(uuid.uuid4())}
+    response = client.open(url, method=method, json=body, headers=headers)
+    recorder.page = ""
+    assert response.status_code in ok, f"{label}: HTTP {response.status_code} {response.get_data(as_text=True)}"
+    return response
+
+
 def _login(app, username: str):
     client = app.test_client()
     token = csrf_token(client.get("/login").get_data(as_text=True))
@@ -113,6 +123,14 @@ def _exercise(app, db, recorder):
            _order_form(token, grown_client, [("PRC-000", 1), ("GRW-000011", 1)]), ok=(422,))
     _visit(client, recorder, "GET /orders", "GET", "/orders")
     _visit(client, recorder, "GET /orders/<id>", "GET", f"/orders/{own_order}")
+    # The Orders API (ADR-015). GET /api/v1/catalog is left out: CONTRACT.md has it list every product.
+    key, api = keys.create_key(db, name="plans", username="vendedor1", actor="test"), app.test_client()
+    _api(api, recorder, "POST /api/v1/orders", "POST", "/api/v1/orders", key,
+         {"client_id": str(grown_client), "deposit_id": "CEN", "lines": [{"sku": "GRW-000012", "quantity": 1}]})
+    cursor = _api(api, recorder, "GET /api/v1/orders", "GET", "/api/v1/orders?limit=5", key).get_json()["next_cursor"]
+    _api(api, recorder, "GET /api/v1/orders next page", "GET", f"/api/v1/orders?limit=5&status=CONFIRMADO&cursor={cursor}",
+         key)
+    _api(api, recorder, "GET /api/v1/orders/<id>", "GET", f"/api/v1/orders/{own_order}", key)
     client = _login(app, "laura")
     page = _visit(client, recorder, "GET /credit/queue", "GET", "/credit/queue").get_data(as_text=True)
     _visit(client, recorder, "GET /credit/decided", "GET", "/credit/decided")
