@@ -79,7 +79,7 @@ class RelayCadence:
 
 
 def check_relay_cadence(c: RelayCadence) -> None:
-    """ADR-021's min_idle > interval > block, adapted to the outbox lease.
+    """The lease outlives the job, the job outlives one attempt, the sweep outlives neither (ADR-008).
 
     A lease must outlive a whole delivery (HTTP timeout plus the bookkeeping around it, which the RQ
     job timeout bounds), or a healthy but slow worker is pre-empted and the event is sent twice for

@@ -1,1 +1,1 @@
-"""Dead letters (ADR-021 adapted): events that reached FALLIDO, for a human to replay or discard."""
+"""Dead letters (ADR-010): events that reached FALLIDO, for a human to replay or discard."""

@@ -1,4 +1,4 @@
-"""SQL for dead letters. Every query is scoped to one destination (ADR-021's per-group isolation).
+"""SQL for dead letters. Every query is scoped to one destination (ADR-010's isolation per destination).
 
 Dead letters are opened by the outbox when an event fails (nexo/outbox/dead_letter.py); the rows of
 outbox_event are written only by nexo/outbox (requeue on replay, purge of delivered events).
@@ -13,7 +13,7 @@ def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str,
                     note: str | None) -> dict | None:
     """Move one pending dead letter to a terminal status; None when it was not pending any more.
 
-    The `status = 'pending'` condition is the whole concurrency control (ADR-021 phase 5): two admins
+    The `status = 'pending'` condition is the whole concurrency control (ADR-010): two admins
     acting at once serialise on the row, and the second one's UPDATE finds nothing to change.
     """
     return conn.execute(
@@ -64,7 +64,7 @@ def current_state(conn, dead_letter_id: int) -> dict | None:
 def purge_terminal_dead_letters(conn, *, destination: str, grace_days: int, batch: int = 1000) -> list[int]:
     """Delete up to `batch` resolved/discarded dead letters of one destination resolved over grace_days ago; return their ids.
 
-    'pending' is never in the WHERE: a dead letter nobody decided on is kept for ever (ADR-021 MVP-3).
+    'pending' is never in the WHERE: a dead letter nobody decided on is kept for ever (ADR-010, retention).
     The audit log keeps the trace of each one; this only drops the working row.
     """
     check_retention_days(grace_days)

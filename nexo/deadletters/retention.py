@@ -1,4 +1,4 @@
-"""Retention (ADR-021 MVP-3, adapted): purge terminal dead letters after a grace; delivered events only if configured.
+"""Retention (ADR-010): purge terminal dead letters after a grace; delivered events only if configured.
 
 Pending dead letters are never purged: they wait for a human decision. Delivered outbox events are
 kept for ever unless OUTBOX_RETENTION_DAYS is set, because nobody has decided how long to keep them
@@ -33,7 +33,7 @@ class RetentionReport:
 
 
 def _require_days(days: int, name: str) -> None:
-    # Same guard as the repository, but before any destination is touched (ADR-021 MVP-3: < 1 day = everything).
+    # Same guard as the repository, but before any destination is touched (ADR-010: fewer than 1 day would mean everything).
     if not isinstance(days, int) or isinstance(days, bool) or days < 1:
         raise ValueError(f"{name} must be a whole number of days, at least 1 (got {days!r})")
 

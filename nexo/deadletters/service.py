@@ -21,7 +21,7 @@ from nexo.outbox.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 
-# ADR-021's candidate cap: a list or a count never reads more than this many rows, and says so when
+# ADR-010's candidate cap: a list or a count never reads more than this many rows, and says so when
 # it stops (X-Truncated), so a provider outage that piles up dead letters cannot make the page slow.
 CANDIDATE_CAP = 1000
 # The most a single group action touches; the preview says when a group is bigger.

@@ -161,7 +161,7 @@ def bulk_preview():
     if not query.validate() or action not in ("replay", "discard"):
         abort(400)
     if not query.destination.data:
-        # ADR-021 per-group isolation: a group action never spans two destinations.
+        # ADR-010, isolation per destination: a group action never spans two destinations.
         return render_error(400, "Elegí un destino: una acción en grupo nunca mezcla destinos.")
     ids, more = service.preview_group(get_db(), _filter_from(query, status="pending"))
     form = BulkForm(formdata=None, action=action, destination=query.destination.data,

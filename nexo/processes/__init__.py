@@ -1,1 +1,1 @@
-"""Supervision (DESIGN guarantee 15): what happened to Nexo's own processes, recorded for /ops and /metrics."""
+"""Supervision (guarantee 15, docs/guarantees.md): what happened to Nexo's own processes, recorded for /ops and /metrics."""

@@ -1,4 +1,4 @@
-"""A PostgreSQL restart under a stream of orders costs a clean 503, never a 500 (DESIGN guarantee 17).
+"""A PostgreSQL restart under a stream of orders costs a clean 503, never a 500 (guarantee 17, docs/guarantees.md).
 
 Real processes: a private Postgres (never the machine's shared one), Nexo under gunicorn as `make run`
 starts it, salespeople posting real order forms from threads, and `pg_ctl restart -m fast` mid-stream.

@@ -1,4 +1,4 @@
-"""A part that dies never takes Nexo down (DESIGN guarantee 15, issue 11), on a real `make run`.
+"""A part that dies never takes Nexo down (guarantee 15 in docs/guarantees.md, issue 11), on a real `make run`.
 
 One stack for the whole module (a start costs ~10 s): each test kills one kind of process with
 SIGKILL and checks that supervisord started it again (a new pid), that the rest kept serving

@@ -1,4 +1,4 @@
-"""Retention (ADR-021 MVP-3 adapted) on real Postgres: what goes, what stays, and what is refused."""
+"""Retention (ADR-010) on real Postgres: what goes, what stays, and what is refused."""
 
 from __future__ import annotations
 
