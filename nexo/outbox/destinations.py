@@ -8,7 +8,6 @@ and every error it reports is already storable (storable.py).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
 from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient
@@ -45,24 +44,43 @@ def classify(status: int) -> str:
 
 def deliver(client: HttpClient, settings: Settings, destination: str, event_id, payload: dict) -> DeliveryResult:
     """POST the payload with Idempotency-Key = event id, ended by the deadline; never raises."""
-    target = DESTINATIONS[destination]
-    url = target.base_url(settings)
-    if not url:
-        # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
-        return DeliveryResult(TRANSIENT, error=f"{target.url_variable()} no está configurada",
-                              error_class="NotConfigured")
-    started = time.monotonic()
-    try:
-        answer = client.request("POST", url.rstrip("/") + target.path, json=payload,
-                                headers={"Idempotency-Key": str(event_id)})
-        # Inside the try: reading an answer must not raise either, or no outcome is ever recorded.
-        return read_answer(answer, target.effect_field, duration_ms=_ms_since(started))
-    except DeadlineExceeded as exc:     # slow connect, endless headers, a dribbled or endless body
-        return _failure(TRANSIENT, "Timeout", str(exc), started)
-    except Exception as exc:
+    return deliver_all(client, settings, [(destination, event_id, payload)])[0]
+
+
+def deliver_all(client: HttpClient, settings: Settings, events: list[tuple[str, object, dict]]) -> list[DeliveryResult]:
+    """POST each (destination, event id, payload) at once, each ended by its own deadline; never raises.
+
+    One result per event, in order. The requests run concurrently on the process's client, so a batch
+    costs about one deadline of wall time whatever its size (ADR-008).
+    """
+    results: list[DeliveryResult | None] = [None] * len(events)
+    calls, sent = [], []
+    for index, (destination, event_id, payload) in enumerate(events):
+        target = DESTINATIONS[destination]
+        url = target.base_url(settings)
+        if not url:
+            # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
+            results[index] = DeliveryResult(TRANSIENT, error=f"{target.url_variable()} no está configurada",
+                                            error_class="NotConfigured")
+            continue
+        calls.append(("POST", url.rstrip("/") + target.path, payload, {"Idempotency-Key": str(event_id)}))
+        sent.append((index, target))
+    for (index, target), (answer, seconds) in zip(sent, client.request_all(calls), strict=True):
+        results[index] = _result(answer, target.effect_field, int(seconds * 1000))
+    return results
+
+
+def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
+    if isinstance(answer, DeadlineExceeded):     # slow connect, endless headers, a dribbled or endless body
+        return _failure(TRANSIENT, "Timeout", str(answer), duration_ms)
+    if isinstance(answer, BaseException):
         # httpx.HTTPError (refused or reset connection, a broken answer) is worth retrying; anything else
         # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
-        return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, started)
+        return _failure(TRANSIENT, type(answer).__name__, str(answer) or type(answer).__name__, duration_ms)
+    try:
+        return read_answer(answer, effect_field, duration_ms=duration_ms)
+    except Exception as exc:    # reading an answer must not raise either, or no outcome is ever recorded
+        return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, duration_ms)
 
 
 def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> DeliveryResult:
@@ -84,9 +102,9 @@ def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> D
                           duration_ms=duration_ms)
 
 
-def _failure(kind: str, error_class: str, message: str, started: float) -> DeliveryResult:
+def _failure(kind: str, error_class: str, message: str, duration_ms: int) -> DeliveryResult:
     return DeliveryResult(kind, error=storable_text(f"{error_class}: {message}"), error_class=error_class,
-                          duration_ms=_ms_since(started))
+                          duration_ms=duration_ms)
 
 
 def _body_excerpt(answer: Answer, limit: int = 300) -> str:
@@ -98,6 +116,3 @@ def _body_excerpt(answer: Answer, limit: int = 300) -> str:
         pass
     return storable_text(text, limit)
 
-
-def _ms_since(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

@@ -15,16 +15,21 @@ from dataclasses import dataclass
 
 from nexo.settings import Settings
 
+# Each writer takes a relay batch's (order id, effect) pairs and writes them in one statement; the relay
+# has already locked those orders in id order, so two workers' batches never deadlock (ADR-008).
 
-def _billed(conn, order_id, invoice_number: str) -> None:
+def _billed(conn, effects: list[tuple]) -> None:
     # The fiscal provider's effect on the order: billed, with its invoice number.
-    conn.execute("UPDATE orders SET billing_status = 'FACTURADO', invoice_number = %s WHERE id = %s",
-                 [invoice_number, order_id])
+    conn.execute("UPDATE orders o SET billing_status = 'FACTURADO', invoice_number = v.effect"
+                 " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+                 [[order_id for order_id, _ in effects], [effect for _, effect in effects]])
 
 
-def _handed_off(conn, order_id, ticket: str) -> None:
+def _handed_off(conn, effects: list[tuple]) -> None:
     # The warehouse's effect on the order: the preparation ticket Sergio works from.
-    conn.execute("UPDATE orders SET handoff_ticket = %s WHERE id = %s", [ticket, order_id])
+    conn.execute("UPDATE orders o SET handoff_ticket = v.effect"
+                 " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+                 [[order_id for order_id, _ in effects], [effect for _, effect in effects]])
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class Destination:
     url_setting: str                            # the Settings field with its base URL (FISCAL_URL → fiscal_url)
     path: str                                   # events are POSTed here, Idempotency-Key = event id
     effect_field: str                           # the field of a 2xx answer that carries the effect
-    record_effect: Callable[[object, object, str], None]   # (conn, order id, effect): writes it on the order
+    record_effects: Callable[[object, list[tuple]], None]   # (conn, [(order id, effect)]): writes them on the orders
     label: str                                  # for people, in Spanish
     lookup_path: str                            # GET: 200 when that key was applied, 404 when not
 
@@ -55,10 +60,10 @@ class Destination:
 
 DESTINATIONS: dict[str, Destination] = {d.name: d for d in (
     Destination(name="fiscal", event_type="billing.intent_recorded", url_setting="fiscal_url", path="/invoices",
-                effect_field="invoice_number", record_effect=_billed, label="Fiscal (facturación)",
+                effect_field="invoice_number", record_effects=_billed, label="Fiscal (facturación)",
                 lookup_path="/invoices/{key}"),
     Destination(name="warehouse", event_type="order.handoff_requested", url_setting="warehouse_url",
-                path="/handoffs", effect_field="ticket", record_effect=_handed_off, label="Depósito (entregas)",
+                path="/handoffs", effect_field="ticket", record_effects=_handed_off, label="Depósito (entregas)",
                 lookup_path="/handoffs/{key}"),
 )}
 NAMES: tuple[str, ...] = tuple(DESTINATIONS)

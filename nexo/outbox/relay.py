@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
 SIN_RESULTADO = "SIN_RESULTADO"   # migration 0065: the attempt ended (killed, unwritable) without an outcome
 NOTHING = "NADA"       # the event was not due, already delivered, or claimed by someone else
+# Events claimed and delivered together at most: below the HTTP client's 20 connections, so no request
+# of a batch spends its deadline waiting for a connection (http_client.py).
+MAX_BATCH = 16
 
 
 @dataclass
@@ -74,82 +77,125 @@ def deliver_event(ctx: RelayContext, event_id) -> str:
     return outcomes[0] if outcomes else NOTHING
 
 
-def deliver_events(ctx: RelayContext, event_ids: list, stop: threading.Event | None = None) -> list[str]:
-    """Deliver the given events one claim at a time, stopping before the RQ job timeout could cut one short.
+def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None,
+                   stop: threading.Event | None = None) -> list[str]:
+    """Deliver the given events, then (drain) any other due ones, in batches, within the RQ job's time budget.
 
-    One claim per event, not one for the batch: a lease taken for the last event while the first ones
-    are still being delivered could expire and let a sweeper send it twice. Events left over when the
-    time budget runs out, or once `stop` is set (SIGTERM: a deploy), are simply not claimed; the sweeper
-    wakes them up again. The attempt in flight is finished, so a stop spends no attempt (ADR-014).
+    Batches grow from one event (1, 2, 4 … MAX_BATCH): a job starts with a single probe, so a destination
+    that does not answer costs the job one deadline and one attempt, not a batch of them; while answers
+    come back, each batch goes out concurrently (about one deadline of wall time however large). No batch
+    is claimed once the budget is spent, so the last one ends inside the job and its leases (lease >
+    job timeout, settings.py) outlive it. Nor once `stop` is set (SIGTERM: a deploy): the batch in flight
+    is finished and recorded, so a stop spends no attempt (ADR-014). Events left unclaimed are woken up
+    again by the sweeper. `budget_s` is for a caller without a job timeout (the sweeper delivering itself).
     """
     cadence = ctx.settings.relay
-    # The last attempt started must end inside the job rq really runs: whole seconds (settings.py).
-    deadline = time.monotonic() + cadence.job_seconds - cadence.attempt_worst_s
-    outcomes = []
-    for event_id in event_ids:
-        if outcomes and time.monotonic() > deadline:
-            log.info("job time budget spent; %d event(s) left for the sweeper", len(event_ids) - len(outcomes))
+    if budget_s is None:
+        # The last batch started must end inside the job rq really runs: whole seconds (settings.py).
+        budget_s = cadence.job_seconds - cadence.attempt_worst_s
+    deadline = time.monotonic() + budget_s
+    todo, outcomes, size, started = list(event_ids), [], 1, False
+    while todo or drain:
+        left = f"{len(todo)} event(s)" if todo else "other due events"
+        if started and time.monotonic() > deadline:
+            log.info("time budget spent; %s left for the sweeper", left)
             break
         if stop is not None and stop.is_set():
-            log.info("stopping; %d event(s) left for the sweeper", len(event_ids) - len(outcomes))
+            log.info("stopping; %s left for the sweeper", left)
             break
-        outcomes.append(deliver_event(ctx, event_id))
+        started = True
+        if todo:
+            batch, todo = todo[:size], todo[size:]
+            outcomes += deliver_due(ctx, ids=batch, limit=len(batch))
+        else:
+            delivered = deliver_due(ctx, limit=size)
+            outcomes += delivered
+            if not delivered:
+                break          # nothing due is left
+        size = min(2 * size, MAX_BATCH)
     return outcomes
 
 
 def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1) -> list[str]:
-    """Claim up to `limit` due events (only `ids` when given), deliver each and record its outcome."""
+    """Claim up to `limit` due events (only `ids` when given), deliver them at once and record their outcomes.
+
+    Each event of the batch keeps its own claim token, lease and attempt row (one claim statement), and
+    its outcome is fenced by its own token (one record transaction for the batch).
+    """
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:
         claimed = repo.claim_due(tx.conn, lease_s=cadence.lease_s, worker=ctx.worker, limit=limit, ids=ids,
                                  max_attempts=cadence.max_attempts)
         tx.commit()
-    outcomes = []
-    for event in claimed:     # the claim transaction is closed: the HTTP calls below hold no database lock
-        bind_request_id(event["request_id"])
-        result = destinations.deliver(ctx.http, ctx.settings, event["destination"], event["id"], event["payload"])
-        outcomes.append(record(ctx, event, result))
-    return outcomes
+    if not claimed:
+        return []
+    # The claim transaction is closed: the HTTP calls below hold no database lock.
+    results = destinations.deliver_all(ctx.http, ctx.settings,
+                                       [(e["destination"], e["id"], e["payload"]) for e in claimed])
+    return record_all(ctx, claimed, results)
 
 
 def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) -> str:
     """Write the outcome of one delivery in one transaction, fenced by the claim token."""
-    cadence = ctx.settings.relay
+    return record_all(ctx, [event], [result])[0]
+
+
+def record_all(ctx: RelayContext, events: list[dict], results: list[destinations.DeliveryResult]) -> list[str]:
+    """Write the outcomes of a batch's deliveries in one transaction, each fenced by its own claim token.
+
+    An event whose lease expired and was taken over by another claimant keeps that claimant's outcome;
+    ours is written on our attempt row only, as DESCARTADO_POR_LEASE.
+    """
+    plans = [_plan(ctx.settings.relay, event, result) for event, result in zip(events, results, strict=True)]
     with ctx.db.transaction() as tx:
         conn = tx.conn
-        error = result.error
-        if result.kind == destinations.DELIVERED:
-            outcome, row = ENTREGADO, repo.mark_delivered(conn, event["id"], event["claim_token"])
-        # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
-        elif result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
-            delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
-            outcome, row = REINTENTO, repo.mark_retry(conn, event["id"], event["claim_token"], delay_s=delay,
-                                                      error=error)
-        else:
-            if result.kind == destinations.TRANSIENT:   # RELAY_MAX_ATTEMPTS reached: a person decides now
-                error = f"agotados {event['cycle_attempts']} intentos; último error: {error}"
-            outcome, row = FALLIDO, repo.mark_failed(conn, event["id"], event["claim_token"], error=error)
-        if row is None:
-            # Our lease expired and another claimant took the event: its outcome stands, not ours.
-            repo.close_attempt(conn, event["attempt_id"], outcome=DESCARTADO, http_status=result.http_status,
-                               error=error, duration_ms=result.duration_ms)
-            tx.commit()
-            log.warning("event %s: lease lost before recording %s; outcome discarded (attempt %d)",
-                        event["id"], outcome, event["attempts"])
-            return DESCARTADO
-        repo.close_attempt(conn, event["attempt_id"], outcome=outcome, http_status=result.http_status,
-                           error=error, duration_ms=result.duration_ms)
-        if outcome == ENTREGADO:
-            _apply_effect(conn, event, result.effect)
-        elif outcome == FALLIDO:
-            # Guarantee 11: the FALLIDO transition and its durable dead letter commit together.
-            open_dead_letter(conn, event_id=event["id"], destination=event["destination"],
-                             attempts=event["attempts"], last_error=error, http_status=result.http_status,
-                             error_class=result.error_class)
+        kept = repo.record_outcomes(conn, [(e["id"], e["claim_token"], outcome, delay, error)
+                                           for e, _, outcome, delay, error in plans])
+        lost = {e["id"]: outcome for e, _, outcome, _, _ in plans if e["id"] not in kept}
+        plans = [(e, r, DESCARTADO if e["id"] in lost else outcome, delay, error)
+                 for e, r, outcome, delay, error in plans]
+        repo.close_attempts(conn, [(e["attempt_id"], outcome, r.http_status, error, r.duration_ms)
+                                   for e, r, outcome, _, error in plans])
+        delivered = [(e, r) for e, r, outcome, _, _ in plans if outcome == ENTREGADO]
+        orders = sorted({e["aggregate_id"] for e, _ in delivered})
+        if len(orders) > 1:
+            # Lock the orders in id order first: two workers' batches then never wait on each other in a cycle.
+            conn.execute("SELECT id FROM orders WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [orders])
+        if delivered:
+            for name, destination in DESTINATIONS.items():
+                effects = [(e["aggregate_id"], r.effect) for e, r in delivered if e["destination"] == name]
+                if effects:
+                    destination.record_effects(conn, effects)
+        for e, r, outcome, _, error in plans:
+            if outcome == FALLIDO:
+                # Guarantee 11: the FALLIDO transition and its durable dead letter commit together.
+                open_dead_letter(conn, event_id=e["id"], destination=e["destination"], attempts=e["attempts"],
+                                 last_error=error, http_status=r.http_status, error_class=r.error_class)
         tx.commit()
-    log.info("event %s (%s) attempt %d: %s%s", event["id"], event["destination"], event["attempts"], outcome,
-             f" ({error})" if error else "")
-    return outcome
+    for e, _, outcome, _, error in plans:
+        bind_request_id(e["request_id"])        # the request that wrote the event, on its log line
+        if outcome == DESCARTADO:
+            # Our lease expired and another claimant took the event: its outcome stands, not ours.
+            log.warning("event %s: lease lost before recording %s; outcome discarded (attempt %d)",
+                        e["id"], lost[e["id"]], e["attempts"])
+        else:
+            log.info("event %s (%s) attempt %d: %s%s", e["id"], e["destination"], e["attempts"], outcome,
+                     f" ({error})" if error else "")
+    return [outcome for _, _, outcome, _, _ in plans]
+
+
+def _plan(cadence, event: dict, result: destinations.DeliveryResult) -> tuple:
+    """(event, result, outcome, retry delay s, error) for one delivery, before the fence is checked."""
+    error = result.error
+    if result.kind == destinations.DELIVERED:
+        return event, result, ENTREGADO, 0.0, error
+    # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
+    if result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
+        delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
+        return event, result, REINTENTO, delay, error
+    if result.kind == destinations.TRANSIENT:   # RELAY_MAX_ATTEMPTS reached: a person decides now
+        error = f"agotados {event['cycle_attempts']} intentos; último error: {error}"
+    return event, result, FALLIDO, 0.0, error
 
 
 def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
@@ -184,5 +230,3 @@ def _spent_error(event: dict) -> str:
     return f"agotados {event['cycle_attempts']} intentos; último error: {event['last_error']}"
 
 
-def _apply_effect(conn, event: dict, effect: str) -> None:
-    DESTINATIONS[event["destination"]].record_effect(conn, event["aggregate_id"], effect)

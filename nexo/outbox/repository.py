@@ -141,6 +141,50 @@ def mark_failed(conn, event_id, claim_token, *, error: str) -> dict | None:
         " RETURNING id, aggregate_id, destination, attempts", [storable_text(error), event_id, claim_token]).fetchone()
 
 
+RECORD_SQL = """
+UPDATE outbox_event e
+   SET status = CASE o.outcome WHEN 'REINTENTO' THEN 'PENDIENTE' ELSE o.outcome END,
+       delivered_at = CASE WHEN o.outcome = 'ENTREGADO' THEN now() ELSE e.delivered_at END,
+       next_attempt_at = CASE WHEN o.outcome = 'REINTENTO' THEN now() + make_interval(secs => o.delay_s)
+                              ELSE e.next_attempt_at END,
+       locked_until = NULL,
+       last_error = o.error
+  FROM unnest(%s::uuid[], %s::uuid[], %s::text[], %s::float8[], %s::text[]) AS o(id, claim_token, outcome, delay_s, error)
+ WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = 'PENDIENTE'
+RETURNING e.id
+"""
+
+
+def record_outcomes(conn, outcomes: list[tuple]) -> set:
+    """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO, retry delay s, error) in one statement.
+
+    The same transitions as mark_delivered, mark_retry and mark_failed, each row fenced by its own claim
+    token; returns the ids written (an id missing from it lost its lease to another claimant).
+    """
+    if not outcomes:
+        return set()
+    ids, tokens, kinds, delays, errors = (list(column) for column in zip(*outcomes, strict=True))
+    errors = [None if kind == "ENTREGADO" else storable_text(error) for kind, error in zip(kinds, errors, strict=True)]
+    rows = conn.execute(RECORD_SQL, [ids, tokens, kinds, delays, errors]).fetchall()
+    return {row["id"] for row in rows}
+
+
+def close_attempts(conn, attempts: list[tuple]) -> None:
+    """Write how several attempts ended, (attempt id, outcome, http status, error, duration ms), in one statement.
+
+    As close_attempt, only rows still open: a row closed (SIN_RESULTADO by a later claim) is final (ADR-014).
+    """
+    if not attempts:
+        return
+    ids, outcomes, statuses, errors, durations = (list(column) for column in zip(*attempts, strict=True))
+    conn.execute(
+        "UPDATE delivery_attempt a SET finished_at = clock_timestamp(), outcome = o.outcome,"
+        " http_status = o.http_status, error = o.error, duration_ms = o.duration_ms"
+        " FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::text[], %s::integer[])"
+        "   AS o(id, outcome, http_status, error, duration_ms)"
+        " WHERE a.id = o.id AND a.finished_at IS NULL", [ids, outcomes, statuses, [storable_text(e) for e in errors], durations])
+
+
 def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | None, error: str | None,
                   duration_ms: int) -> None:
     """Write how one delivery attempt ended, unless it was already closed (ADR-014: a row closed is final).
