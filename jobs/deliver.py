@@ -9,8 +9,10 @@ from __future__ import annotations
 import threading
 import uuid
 
+from rq import get_current_job
+
 from nexo.observability import bind_request_id
-from nexo.outbox import relay
+from nexo.outbox import relay, wakeup
 
 _context: relay.RelayContext | None = None
 _stop = threading.Event()
@@ -27,9 +29,16 @@ def use_context(ctx: relay.RelayContext) -> None:
     _context = ctx
 
 
-def deliver_events(event_ids: list[str], request_id: str | None = None) -> list[str]:
-    """Deliver each event that is still due and unclaimed, one claim at a time; return the outcomes."""
+def deliver_events(event_ids: list[str], request_id: str | None = None, drain: bool = False) -> list[str]:
+    """Deliver these events if still due and unclaimed, and with `drain` every other due one; return the outcomes.
+
+    A drain job (the coalesced commit-time wake-up, nexo/outbox/wakeup.py) clears its pending flag before
+    its first claim: whatever commits after that rings a job of its own.
+    """
     if _context is None:
         raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
     bind_request_id(request_id)       # the HTTP request that wrote the events, on this job's log lines
-    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], stop=_stop)
+    if drain:
+        job = get_current_job()
+        wakeup.clear_pending(job.connection, job.origin)
+    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], drain=drain, stop=_stop)

@@ -271,7 +271,10 @@ def event_rows(db, ids) -> dict[str, dict]:
 
 
 def without_queued_wakeup(connection, settings, event_ids: list) -> list:
-    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent)."""
+    """The event ids that no queued wake-up job covers (lost, finished, failed or never sent).
+
+    A waiting drain job (the coalesced commit-time wake-up, ADR-008) covers every due event.
+    """
     from nexo.outbox.wakeup import queued_wakeups
-    covered = {e for wakeup in queued_wakeups(connection, settings) for e in wakeup.event_ids}
-    return [e for e in event_ids if str(e) not in covered]
+    waiting = queued_wakeups(connection, settings)
+    return [e for e in event_ids if not any(w.covers(str(e)) for w in waiting)]

@@ -55,12 +55,14 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
         stale = [w for w in waiting if w.enqueued_at < stale_before]
         if stale and wakeup.worker_seen_since(ring.connection, ctx.settings, stale_before):
             stale = []      # a worker took a job within the lease: it is alive and only behind, not gone
-        fresh = {e for w in waiting if w not in stale for e in w.event_ids}
-        stuck = [e for e in due if e not in fresh and any(e in w.event_ids for w in stale)]
+        fresh = [w for w in waiting if w not in stale]
+        # A drain job covers every due event (wakeup.py); one that waited a lease is as stuck as any other.
+        covered = {e for e in due if any(w.covers(e) for w in fresh)}
+        stuck = [e for e in due if e not in covered and any(w.covers(e) for w in stale)]
         enqueued = wakeup.enqueue(ring.connection, ctx.settings, [(e, due[e]) for e in due
-                                                             if e not in fresh and e not in stuck])
+                                                             if e not in covered and e not in stuck])
         if stale:
-            wakeup.withdraw(ring.connection, stale)
+            wakeup.withdraw(ring.connection, ctx.settings, stale)
     except Exception as exc:  # Redis down, or a queue rq cannot read (a job it cannot unpickle): deliver here
         log.warning("sweep: wake-up queue unusable (%s: %s); delivering %d due event(s) here",
                     type(exc).__name__, exc, len(due))
@@ -79,21 +81,15 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
 
 def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float,
                  stop: threading.Event | None = None) -> int:
-    """Deliver due events (only `ids` when given) from this process, one claim at a time, for about budget_s.
+    """Deliver due events (only `ids` when given) from this process, for about budget_s; return how many.
 
-    Once `stop` is set (SIGTERM: a deploy) it claims no more; the attempt in flight ends first (ADR-014).
+    In growing batches, as a worker's job does (relay.deliver_events): a batch's deliveries run at once,
+    so it ends within about one delivery deadline and its leases (lease > delivery timeout) outlive it.
+    Once `stop` is set (SIGTERM: a deploy) it claims no more; the batch in flight ends first (ADR-014).
     """
-    # One event per claim: a batch claimed at once would see its last leases expire while the first
-    # deliveries are still running, and other sweepers would send those events a second time.
-    delivered, deadline = 0, time.monotonic() + budget_s
-    todo = list(ids) if ids is not None else None
-    while time.monotonic() < deadline and todo != [] and not (stop is not None and stop.is_set()):
-        only = {"ids": [todo.pop(0)]} if todo is not None else {}
-        outcomes = relay.deliver_due(ctx, limit=1, **only)
-        if not outcomes and todo is None:
-            break           # nothing due is left
-        delivered += len(outcomes)
-    return delivered
+    if ids is not None:
+        return len(relay.deliver_events(ctx, list(ids), budget_s=budget_s, stop=stop))
+    return len(relay.deliver_events(ctx, [], drain=True, budget_s=budget_s, stop=stop))
 
 
 def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event) -> None:

@@ -1,7 +1,13 @@
-"""After a commit, wake the relay so new events go out at once: one RQ job per batch of events.
+"""After a commit, wake the relay so new events go out at once: one RQ job for many commits.
 
-A job carries up to EVENTS_PER_JOB event ids (an order's two, or a chunk of a sweep's backlog); the
-worker still claims, delivers and records each event on its own (ADR-008).
+The commit-time wake-up is coalesced (ADR-008): Wakeup.request_delivery enqueues a *drain* job only when
+none is already waiting, marked by a Redis flag set with SET NX. The job clears the flag before its first
+claim, then delivers its events and every other due one until none is left or its time budget ends. So
+an event committed while the flag is set is committed before the job's first claim and gets drained,
+and one committed after the flag was cleared rings a new job: no wake-up is lost between the two.
+The sweeper's own wake-ups (enqueue) still carry explicit event ids, up to EVENTS_PER_JOB to a job.
+Either way the worker claims events in batches, each event with its own claim token, lease and fenced
+outcome (nexo/outbox/relay.py).
 
 The job is only a wake-up (guarantee 9): RQ does not re-run a job whose worker was killed, and Redis may
 be down. The lease and the sweeper are what deliver every event (ADR-004), so losing a wake-up only
@@ -13,6 +19,7 @@ the use cases that commit events; nothing here finds Redis or the settings by it
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,6 +40,16 @@ EVENTS_PER_JOB = 25
 FAILED_JOB_TTL_S = 3600       # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
 
 
+def pending_key(queue_name: str) -> str:
+    """The Redis key whose presence says a drain job is waiting in that relay queue (one flag per queue)."""
+    return f"nexo:relay-drain-pending:{queue_name}"
+
+
+def clear_pending(connection: redis.Redis, queue_name: str) -> None:
+    """Called by a drain job as it starts, before its first claim (see the module docstring)."""
+    connection.delete(pending_key(queue_name))
+
+
 def job_id(event_id) -> str:
     """One job id per event, so the sweeper can tell whether a wake-up is already waiting in the queue."""
     return f"relay-{event_id}"
@@ -45,16 +62,35 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
     """
     if not events:
         return 0
-    # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
-    timeout = settings.relay.job_seconds
-    queue = Queue(settings.relay_queue, connection=connection)
-    jobs = []
-    for request_id, ids in _batches(events):
-        jobs.append(Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), job_id=job_id(ids[0]),
-                                       timeout=timeout, result_ttl=0, failure_ttl=FAILED_JOB_TTL_S,
-                                       description=f"deliver {len(ids)} outbox event(s) from {ids[0]}"))
-    queue.enqueue_many(jobs)
+    Queue(settings.relay_queue, connection=connection).enqueue_many(
+        [_job_data(settings, ids, request_id, drain=False) for request_id, ids in _batches(events)])
     return len(events)
+
+
+def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[str], request_id: str | None) -> bool:
+    """Enqueue a drain job for these just-committed events unless one is already waiting; True if enqueued.
+
+    Raises redis errors (a flag set for a job that could not be enqueued is taken back first).
+    """
+    # The flag lives at most a lease: the sweeper withdraws a drain job that waited that long (ADR-014).
+    if not connection.set(pending_key(settings.relay_queue), "1", nx=True, ex=max(1, math.ceil(settings.relay.lease_s))):
+        return False         # a drain job is waiting: it has not claimed yet, so it will find these events
+    try:
+        Queue(settings.relay_queue, connection=connection).enqueue_many(
+            [_job_data(settings, event_ids, request_id, drain=True)])
+    except redis.RedisError:
+        connection.delete(pending_key(settings.relay_queue))
+        raise
+    return True
+
+
+def _job_data(settings: Settings, ids: list[str], request_id: str | None, *, drain: bool):
+    # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
+    return Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), kwargs={"drain": True} if drain else None,
+                              job_id=job_id(ids[0]), timeout=settings.relay.job_seconds, result_ttl=0,
+                              failure_ttl=FAILED_JOB_TTL_S,
+                              description=f"deliver {len(ids)} outbox event(s) from {ids[0]}"
+                                          + (" and every other due one" if drain else ""))
 
 
 def _batches(events: list[tuple[str, str | None]]):
@@ -74,6 +110,11 @@ class QueuedWakeup:
     job: Job
     enqueued_at: datetime
     event_ids: frozenset[str]
+    drains: bool = False          # a drain job: it covers every due event, not only its own ids
+
+    def covers(self, event_id: str) -> bool:
+        """Whether this job, once a worker takes it, will claim that event (if still due)."""
+        return self.drains or event_id in self.event_ids
 
 
 def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWakeup]:
@@ -83,7 +124,8 @@ def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWa
     for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
         if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
             enqueued_at = job.enqueued_at or datetime.now(UTC)
-            waiting.append(QueuedWakeup(job, enqueued_at, frozenset(str(e) for e in job.args[0])))
+            waiting.append(QueuedWakeup(job, enqueued_at, frozenset(str(e) for e in job.args[0]),
+                                        drains=bool((job.kwargs or {}).get("drain"))))
     return waiting
 
 
@@ -98,11 +140,16 @@ def worker_seen_since(connection: redis.Redis, settings: Settings, since: dateti
                for w in Worker.all(connection=connection, queue=queue))
 
 
-def withdraw(connection: redis.Redis, wakeups: list[QueuedWakeup]) -> None:
-    """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11)."""
+def withdraw(connection: redis.Redis, settings: Settings, wakeups: list[QueuedWakeup]) -> None:
+    """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11).
+
+    Withdrawing a drain job also clears its flag, so the next commit rings a fresh one.
+    """
     with connection.pipeline() as pipeline:
         for wakeup in wakeups:
             wakeup.job.delete(pipeline=pipeline)
+        if any(w.drains for w in wakeups):
+            pipeline.delete(pending_key(settings.relay_queue))
         pipeline.execute()
 
 
@@ -120,8 +167,7 @@ class Wakeup:
             return
         try:
             request_id = request_id_var.get()
-            enqueue(self.connection, self.settings,
-                    [(e, None if request_id == "-" else request_id) for e in event_ids])
+            enqueue_drain(self.connection, self.settings, event_ids, None if request_id == "-" else request_id)
         except Exception as exc:   # Redis down, or anything else: the sweeper will find these events (ADR-004)
             log.warning("wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
                         len(event_ids), type(exc).__name__, exc)
