@@ -33,8 +33,9 @@ def _like_prefix(text: str) -> str:
 def find_skus(conn, text: str, *, limit: int, offset: int = 0) -> list[dict]:
     """Catalog rows whose SKU, or the first word of whose name, starts with text; by SKU, one page.
 
-    Both prefixes are index ranges (migration 0080), so a lookup costs the same with 50 or 50,000
-    SKUs. Empty text: the catalog from its first SKU.
+    Both prefixes are index ranges (migration 0080): a lookup reads the matching SKUs up to its page,
+    not the catalog, so a narrow prefix costs the same with 50 or 50,000 SKUs (a one-letter prefix
+    reads every match before its OFFSET). Empty text: the catalog from its first SKU.
     """
     text = text.strip()
     if not text:

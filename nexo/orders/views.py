@@ -20,6 +20,7 @@ bp = Blueprint("orders", __name__)
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 _REPLAYED_KEY = "orders.replayed"
 LOOKUP_PAGE = 20          # SKUs per page of the lookup, and on a fresh form
+MAX_LOOKUP_PAGES = 500     # 10,000 matches: enough to browse, past that a longer prefix finds it
 # A database outage can cut the order transaction before or after its commit. Confirming the same
 # form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
 RETRY_ADVICE["orders.new_order"] = (
@@ -133,7 +134,9 @@ def _client_options(clients: list[dict], selected: str | None) -> Markup:
 def find_skus():
     """SKU lookup: SKUs or product names starting with `q`, with price and availability; a plain GET page."""
     text = request.args.get("q", "")[:40]
-    page = max(1, request.args.get("page", type=int) or 1)
+    # Past a few hundred pages the salesperson types more letters instead; the cap also keeps a
+    # forged ?page= from turning into an OFFSET Postgres refuses (a 500 instead of a page).
+    page = min(max(1, request.args.get("page", type=int) or 1), MAX_LOOKUP_PAGES)
     with get_db().reading() as conn:
         found = queries.find_skus(conn, text, limit=LOOKUP_PAGE + 1, offset=(page - 1) * LOOKUP_PAGE)
         warehouses = queries.warehouses(conn)

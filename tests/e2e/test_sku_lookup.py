@@ -58,3 +58,11 @@ def test_form_and_its_422_stay_small_with_a_big_catalog(client, auth, db):
     page = response.get_data(as_text=True)
     assert CATALOG_ROW.findall(page) == ["COR-118", "LOT-00007"]      # the lines typed, now
     assert len(page) < 30_000
+
+
+def test_lookup_answers_a_forged_page_number_with_a_page_not_an_error(client, auth):
+    auth.login("vendedor1")
+    # An OFFSET past bigint made Postgres refuse the query: a 500 page instead of an empty result.
+    for page in ("99999999999999999999", "-3", "abc"):
+        response = client.get(f"/orders/skus?q=cor&page={page}")
+        assert response.status_code == 200, page
