@@ -22,6 +22,11 @@ def test_sergio_sees_the_ticket_client_and_lines_of_a_delivered_handoff(client, 
                                                                        relay):
     relay.start_workers(1)
     delivered, waiting = insert_confirmed_orders(db, 2, sku="CAB-045", quantity=3)
+    # A wake-up drains every due event (ADR-008): the waiting order's events are due only in an hour.
+    with db.transaction() as tx:
+        tx.execute("UPDATE outbox_event SET next_attempt_at = now() + interval '1 hour' WHERE aggregate_id = %s",
+                   [waiting.order_id])
+        tx.commit()
     request_delivery([delivered.warehouse_event_id], connection=redis_client, settings=relay_settings())
     wait_until(lambda: event_rows(db, [delivered.warehouse_event_id])[str(delivered.warehouse_event_id)]["status"]
                == "ENTREGADO", timeout=30)
