@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from nexo.db import Database
@@ -27,7 +28,7 @@ from nexo.observability import bind_request_id
 from nexo.outbox import destinations
 from nexo.outbox import repository as repo
 from nexo.outbox.dead_letter import open_dead_letter
-from nexo.outbox.http_client import HttpClient
+from nexo.outbox.http_client import MAX_CONNECTIONS, HttpClient
 from nexo.outbox.registry import DESTINATIONS
 from nexo.settings import Settings
 
@@ -37,9 +38,10 @@ log = logging.getLogger(__name__)
 ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
 SIN_RESULTADO = "SIN_RESULTADO"   # migration 0065: the attempt ended (killed, unwritable) without an outcome
 NOTHING = "NADA"       # the event was not due, already delivered, or claimed by someone else
-# Events claimed and delivered together at most: below the HTTP client's 20 connections, so no request
-# of a batch spends its deadline waiting for a connection (http_client.py).
-MAX_BATCH = 16
+# Events of one destination claimed and delivered together at most: the lanes of every destination
+# together stay within the HTTP client's connections, so no request of a batch spends its deadline
+# waiting for a connection (http_client.py).
+MAX_BATCH = min(16, MAX_CONNECTIONS // len(DESTINATIONS))
 
 
 @dataclass
@@ -79,11 +81,13 @@ def deliver_event(ctx: RelayContext, event_id) -> str:
 
 def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None,
                    stop: threading.Event | None = None) -> list[str]:
-    """Deliver the given events, then (drain) any other due ones, in batches, within the RQ job's time budget.
+    """Deliver the given events, or (drain) every due one, in batches per destination, within the job's budget.
 
-    Batches grow from one event (1, 2, 4 … MAX_BATCH): a job starts with a single probe, so a destination
-    that does not answer costs the job one deadline and one attempt, not a batch of them; while answers
-    come back, each batch goes out concurrently (about one deadline of wall time however large). No batch
+    Each destination has its own lane, and the lanes run side by side (ADR-010): a destination that
+    does not answer only ever holds up its own events, never the other's. In a lane, batches grow from
+    one event (1, 2, 4 … MAX_BATCH) while answers come back, and go back to one after a timeout: a
+    destination that does not answer costs the lane one deadline and one attempt per batch, not a batch
+    of them; each batch goes out concurrently (about one deadline of wall time however large). No batch
     is claimed once the budget is spent, so the last one ends inside the job and its leases (lease >
     job timeout, settings.py) outlive it. Nor once `stop` is set (SIGTERM: a deploy): the batch in flight
     is finished and recorded, so a stop spends no attempt (ADR-014). Events left unclaimed are woken up
@@ -94,45 +98,60 @@ def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, b
         # The last batch started must end inside the job rq really runs: whole seconds (settings.py).
         budget_s = cadence.job_seconds - cadence.attempt_worst_s
     deadline = time.monotonic() + budget_s
-    todo, outcomes, size, started = list(event_ids), [], 1, False
-    while todo or drain:
-        left = f"{len(todo)} event(s)" if todo else "other due events"
+    ids = None if drain else list(event_ids)    # a drain claims every due event, the given ones included
+    if ids == []:
+        return []
+    with ThreadPoolExecutor(len(DESTINATIONS), thread_name_prefix="nexo-lane") as lanes:
+        runs = [lanes.submit(_lane, ctx, name, ids, deadline, stop) for name in DESTINATIONS]
+        return [outcome for run in runs for outcome in run.result()]
+
+
+def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float,
+          stop: threading.Event | None) -> list[str]:
+    """One destination's batches for deliver_events, until none of its events is due or the budget ends."""
+    outcomes, size, started = [], 1, False
+    while True:
         if started and time.monotonic() > deadline:
-            log.info("time budget spent; %s left for the sweeper", left)
+            log.info("%s: time budget spent; due events left for the sweeper", destination)
             break
         if stop is not None and stop.is_set():
-            log.info("stopping; %s left for the sweeper", left)
+            log.info("%s: stopping; due events left for the sweeper", destination)
             break
         started = True
-        if todo:
-            batch, todo = todo[:size], todo[size:]
-            outcomes += deliver_due(ctx, ids=batch, limit=len(batch))
-        else:
-            delivered = deliver_due(ctx, limit=size)
-            outcomes += delivered
-            if not delivered:
-                break          # nothing due is left
-        size = min(2 * size, MAX_BATCH)
+        claimed, delivered, timed_out = _deliver_batch(ctx, ids=ids, limit=size, destination=destination)
+        if not claimed:
+            break          # nothing of this destination is due
+        outcomes += delivered
+        if ids is not None:
+            ids = [i for i in ids if str(i) not in {str(e) for e in claimed}]
+        # Grow only while answers come back: after a timeout the next batch is a single probe again.
+        size = 1 if timed_out else min(2 * size, MAX_BATCH)
     return outcomes
 
 
-def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1) -> list[str]:
-    """Claim up to `limit` due events (only `ids` when given), deliver them at once and record their outcomes.
+def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1, destination: str | None = None) -> list[str]:
+    """Claim up to `limit` due events (only `ids`, only `destination`, when given), deliver them at once, record.
 
     Each event of the batch keeps its own claim token, lease and attempt row (one claim statement), and
     its outcome is fenced by its own token (one record transaction for the batch).
     """
+    return _deliver_batch(ctx, ids=ids, limit=limit, destination=destination)[1]
+
+
+def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | None) -> tuple[list, list[str], bool]:
+    """deliver_due: (the ids claimed, their outcomes, whether any delivery ran out its deadline)."""
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:
         claimed = repo.claim_due(tx.conn, lease_s=cadence.lease_s, worker=ctx.worker, limit=limit, ids=ids,
-                                 max_attempts=cadence.max_attempts)
+                                 max_attempts=cadence.max_attempts, destination=destination)
         tx.commit()
     if not claimed:
-        return []
+        return [], [], False
     # The claim transaction is closed: the HTTP calls below hold no database lock.
     results = destinations.deliver_all(ctx.http, ctx.settings,
                                        [(e["destination"], e["id"], e["payload"]) for e in claimed])
-    return record_all(ctx, claimed, results)
+    return ([e["id"] for e in claimed], record_all(ctx, claimed, results),
+            any(r.error_class == "Timeout" for r in results))
 
 
 def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) -> str:

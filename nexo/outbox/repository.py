@@ -35,6 +35,7 @@ WITH claimed AS (
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < %(max_attempts)s
                      AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
+                     AND (%(destination)s::text IS NULL OR destination = %(destination)s::text)
                    ORDER BY next_attempt_at
                    LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED)
@@ -56,8 +57,9 @@ SELECT claimed.*, attempt.attempt_id FROM claimed JOIN attempt ON attempt.event_
 """
 
 
-def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None) -> list[dict]:
-    """Lease up to `limit` due PENDIENTE events (optionally only these ids) and open their attempt rows.
+def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None,
+              destination: str | None = None) -> list[dict]:
+    """Lease up to `limit` due PENDIENTE events (optionally only these ids, this destination), open their attempts.
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
     other; a fresh claim_token fences whatever a previous, expired claimant may still write. The
@@ -65,7 +67,8 @@ def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: in
     and an earlier attempt left open is closed as SIN_RESULTADO (ADR-014).
     """
     return conn.execute(CLAIM_SQL, {"lease_s": lease_s, "worker": worker, "limit": limit, "max_attempts": max_attempts,
-                                    "ids": [str(i) for i in ids] if ids is not None else None}).fetchall()
+                                    "ids": [str(i) for i in ids] if ids is not None else None,
+                                    "destination": destination}).fetchall()
 
 
 def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[dict]:

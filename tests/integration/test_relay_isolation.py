@@ -1,0 +1,58 @@
+"""Isolation per destination in the batched relay (ADR-010, ADR-008; final review of issue 14).
+
+A destination that does not answer only ever holds up its own events: batches are claimed per
+destination and the destinations' lanes run side by side. Real worker processes and real fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rq import Queue, Worker
+
+from nexo.db import Database
+from nexo.outbox import relay as relay_service
+from nexo.outbox import wakeup
+from nexo.outbox.http_client import HttpClient
+from nexo.settings import Settings
+from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
+from tests.relay_support import RELAY_TEST_ENV
+
+# A long deadline, so "held up by the other destination" (≥ 5 s) stands far apart from "not held up".
+SLOW_DEADLINE_ENV = {"RELAY_DELIVERY_TIMEOUT_S": "5", "RELAY_JOB_TIMEOUT_S": "7", "RELAY_LEASE_S": "8"}
+
+
+def test_a_destination_that_does_not_answer_does_not_hold_up_the_other(db, redis_client, fakes, relay):
+    fakes.set_mode("warehouse", "no_answer", delay_s=30)
+    settings = Settings.from_env({**os.environ, **RELAY_TEST_ENV, **SLOW_DEADLINE_ENV})
+    relay.start_workers(1, **SLOW_DEADLINE_ENV)
+    queue = Queue(settings.relay_queue, connection=redis_client)
+    wait_until(lambda: Worker.all(queue=queue), timeout=30, message="the worker registered")
+    orders = insert_confirmed_orders(db, 8)
+    for o in orders:       # one coalesced drain job, as eight orders committed together would ring
+        wakeup.request_delivery([o.fiscal_event_id, o.warehouse_event_id], connection=redis_client,
+                                settings=settings)
+    fiscal = [o.fiscal_event_id for o in orders]
+    started = time.monotonic()
+    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, fiscal).values()), timeout=4,
+               message="every fiscal event delivered before one warehouse deadline (5 s) ran out")
+    assert time.monotonic() - started < 4
+    assert len(fakes.effects("fiscal")) == 8
+    assert fakes.effects("warehouse") == []
+
+
+def test_batches_do_not_grow_after_a_timeout(db, fakes):
+    """Each batch of a destination that times out is a single probe: one attempt per deadline, not 1, 2, 4."""
+    fakes.set_mode("warehouse", "timeout_before", delay_s=3)
+    settings = relay_settings()       # delivery timeout 1 s
+    ctx = relay_service.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
+                                     http=HttpClient(settings.relay.delivery_timeout_s), worker="test@grow")
+    orders = insert_confirmed_orders(db, 8)
+    ids = [o.warehouse_event_id for o in orders]
+    try:
+        outcomes = relay_service.deliver_events(ctx, ids, budget_s=2.5)    # room for three batches
+    finally:
+        ctx.close()
+    assert outcomes and set(outcomes) == {relay_service.REINTENTO}
+    assert sum(r["attempts"] for r in event_rows(db, ids).values()) <= 3, outcomes
