@@ -5,8 +5,8 @@ expired, or whose lease expired because a worker died mid-delivery. Each sweep, 
 1. fails the events whose cycle spent its attempts without an outcome (relay.fail_spent);
 2. sends a wake-up job for each due event that no queued job covers;
 3. delivers, itself, the due events whose wake-up has waited in the queue longer than a lease while
-   no worker started a job either (none alive, or all stuck), and withdraws those jobs; with Redis
-   down it delivers every due event.
+   no worker started a job either (none alive, or all stuck), and withdraws those jobs (every due
+   event when one was a drain job, as that job would have); with Redis down it delivers every due event.
 So losing Redis, or every worker, only delays events. Any number of sweepers and workers may run
 together: claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token.
 """
@@ -71,7 +71,13 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
     if enqueued:
         log.info("sweep: %d due event(s), %d wake-up(s) sent", len(due), enqueued)
     delivered = 0
-    if stuck:
+    if any(w.drains for w in stale):
+        # A withdrawn drain job also covered events committed within the grace, which `due` skips:
+        # drain here as the job would have, or they wait for the next sweep and then another lease.
+        log.warning("sweep: a drain wake-up not picked up within %.1f s; delivering every due event here",
+                    cadence.lease_s)
+        delivered = deliver_here(ctx, budget_s=cadence.lease_s, stop=stop)
+    elif stuck:
         # Nobody took these wake-ups within a lease: no worker is alive, or none is free (issue 11).
         log.warning("sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
                     len(stale), cadence.lease_s, len(stuck))

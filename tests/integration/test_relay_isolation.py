@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime, timedelta
 
 from rq import Queue, Worker
 
 from nexo.db import Database
 from nexo.outbox import relay as relay_service
-from nexo.outbox import wakeup
+from nexo.outbox import sweeper, wakeup
 from nexo.outbox.http_client import HttpClient
 from nexo.settings import Settings
 from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
@@ -56,3 +57,30 @@ def test_batches_do_not_grow_after_a_timeout(db, fakes):
         ctx.close()
     assert outcomes and set(outcomes) == {relay_service.REINTENTO}
     assert sum(r["attempts"] for r in event_rows(db, ids).values()) <= 3, outcomes
+
+
+def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_within_the_grace(db, redis_client,
+                                                                                                fakes):
+    """No worker alive and the drain job waited a lease: events that coalesced into it a moment ago, too
+    young for the sweeper's due list, are delivered by the same sweep that withdraws the job."""
+    settings = relay_settings()       # lease 3 s, sweep interval 0.5 s (so a 0.5 s grace)
+    early = insert_confirmed_orders(db, 1)[0]
+    wakeup.request_delivery([early.fiscal_event_id, early.warehouse_event_id], connection=redis_client,
+                            settings=settings)
+    [job] = Queue(settings.relay_queue, connection=redis_client).jobs
+    job.enqueued_at = datetime.now(UTC) - timedelta(seconds=10)     # waited longer than a lease
+    job.save()
+    time.sleep(0.6)                   # the early order is past the grace, so the sweep sees it due
+    late = insert_confirmed_orders(db, 1)[0]
+    wakeup.request_delivery([late.fiscal_event_id, late.warehouse_event_id], connection=redis_client,
+                            settings=settings)
+    assert Queue(settings.relay_queue, connection=redis_client).count == 1      # coalesced into the old job
+    ctx = relay_service.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
+                                     http=HttpClient(settings.relay.delivery_timeout_s), worker="test@sweep")
+    try:
+        result = sweeper.sweep_once(ctx, wakeup.Wakeup(redis_client, settings))
+    finally:
+        ctx.close()
+    ids = [early.fiscal_event_id, early.warehouse_event_id, late.fiscal_event_id, late.warehouse_event_id]
+    assert {r["status"] for r in event_rows(db, ids).values()} == {"ENTREGADO"}, result
+    assert Queue(settings.relay_queue, connection=redis_client).count == 0
