@@ -70,7 +70,7 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
 def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[str], request_id: str | None) -> bool:
     """Enqueue a drain job for these just-committed events unless one is already waiting; True if enqueued.
 
-    Raises redis errors (a flag set for a job that could not be enqueued is taken back first).
+    Raises what enqueuing raised (a flag set for a job that could not be enqueued is taken back first).
     """
     # The flag lives at most a lease: the sweeper withdraws a drain job that waited that long (ADR-014).
     if not connection.set(pending_key(settings.relay_queue), "1", nx=True, ex=max(1, math.ceil(settings.relay.lease_s))):
@@ -78,8 +78,14 @@ def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[s
     try:
         Queue(settings.relay_queue, connection=connection).enqueue_many(
             [_job_data(settings, event_ids, request_id, drain=True)])
-    except redis.RedisError:
-        connection.delete(pending_key(settings.relay_queue))
+    except Exception:
+        # Whatever failed (Redis, rq, a timeout after the job was written), take the flag back, or every
+        # commit of the next lease coalesces into a job that may not exist. Best effort: if Redis does
+        # not answer, the flag expires by itself and the sweeper delivers meanwhile (ADR-004).
+        try:
+            connection.delete(pending_key(settings.relay_queue))
+        except Exception as exc:
+            log.warning("drain flag not cleared (%s: %s); it expires within a lease", type(exc).__name__, exc)
         raise
     return True
 

@@ -84,3 +84,20 @@ def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_with
     ids = [early.fiscal_event_id, early.warehouse_event_id, late.fiscal_event_id, late.warehouse_event_id]
     assert {r["status"] for r in event_rows(db, ids).values()} == {"ENTREGADO"}, result
     assert Queue(settings.relay_queue, connection=redis_client).count == 0
+
+
+def test_a_drain_job_that_could_not_be_enqueued_leaves_no_flag_behind(redis_client, monkeypatch):
+    """Any failure, not only a Redis error: otherwise every commit of the next lease coalesces into no job."""
+    settings = relay_settings()
+    queue = Queue(settings.relay_queue, connection=redis_client)
+
+    def broken_enqueue(self, *args, **kwargs):
+        raise ValueError("rq refused the job")      # not a redis.RedisError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Queue, "enqueue_many", broken_enqueue)
+        wakeup.request_delivery(["first-fiscal"], connection=redis_client, settings=settings)   # never raises
+    assert queue.count == 0
+    assert not redis_client.exists(wakeup.pending_key(settings.relay_queue))
+    wakeup.request_delivery(["next-fiscal"], connection=redis_client, settings=settings)
+    assert queue.count == 1                   # the next commit rings a job of its own
