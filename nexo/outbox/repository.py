@@ -168,6 +168,10 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
         return set()
     ids, tokens, kinds, delays, errors = (list(column) for column in zip(*outcomes, strict=True))
     errors = [None if kind == "ENTREGADO" else storable_text(error) for kind, error in zip(kinds, errors, strict=True)]
+    # Lock the rows in id order first: two claimants recording overlapping events (one whose lease
+    # expired, one that took them over) then never wait on each other in a cycle, whatever order
+    # their batches came in and whatever plan the UPDATE below gets.
+    conn.execute("SELECT id FROM outbox_event WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE", [ids])
     rows = conn.execute(RECORD_SQL, [ids, tokens, kinds, delays, errors]).fetchall()
     return {row["id"] for row in rows}
 

@@ -7,13 +7,17 @@ destination and the destinations' lanes run side by side. Real worker processes 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import psycopg
+import pytest
 from rq import Queue, Worker
 
 from nexo.db import Database
 from nexo.outbox import relay as relay_service
+from nexo.outbox import repository as repo
 from nexo.outbox import sweeper, wakeup
 from nexo.outbox.http_client import HttpClient
 from nexo.settings import Settings
@@ -101,3 +105,43 @@ def test_a_drain_job_that_could_not_be_enqueued_leaves_no_flag_behind(redis_clie
     assert not redis_client.exists(wakeup.pending_key(settings.relay_queue))
     wakeup.request_delivery(["next-fiscal"], connection=redis_client, settings=settings)
     assert queue.count == 1                   # the next commit rings a job of its own
+
+
+def test_recording_a_batch_locks_its_events_in_id_order(db):
+    """Two claimants recording overlapping events must lock them in one order, or they can deadlock.
+
+    A batch handed over in descending id order, its higher event held by someone else: while the record
+    waits for that one, it already holds the lower one (id order), never the other way round.
+    """
+    order = insert_confirmed_orders(db, 1)[0]
+    with db.transaction() as tx:
+        claimed = repo.claim_due(tx.conn, lease_s=3, worker="test@order", max_attempts=8, limit=2,
+                                 ids=[order.fiscal_event_id, order.warehouse_event_id])
+        tx.commit()
+    low, high = sorted(claimed, key=lambda e: e["id"])
+    with db.transaction() as holder:
+        holder.execute("SELECT id FROM outbox_event WHERE id = %s FOR UPDATE", [high["id"]])
+
+        def record():
+            with db.transaction() as tx:
+                repo.record_outcomes(tx.conn, [(e["id"], e["claim_token"], "REINTENTO", 0.1, "x") for e in (high, low)])
+                tx.commit()
+
+        recorder = threading.Thread(target=record)
+        recorder.start()
+        try:
+            wait_until(lambda: _waiting_on_a_lock(db), timeout=10, message="the record waits for the held event")
+            with db.transaction() as probe, pytest.raises(psycopg.errors.LockNotAvailable):
+                probe.execute("SELECT id FROM outbox_event WHERE id = %s FOR UPDATE NOWAIT", [low["id"]])
+        finally:
+            holder.conn.rollback()
+    recorder.join(timeout=10)
+    assert not recorder.is_alive()
+    assert {r["claim_token"] for r in event_rows(db, [low["id"], high["id"]]).values()} == \
+        {low["claim_token"], high["claim_token"]}
+
+
+def _waiting_on_a_lock(db) -> bool:
+    with db.reading() as conn:
+        return conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND datname = current_database()").fetchone()["n"] > 0
