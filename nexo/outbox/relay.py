@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 # delivery_attempt.outcome values (migration 0003)
 ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
 SIN_RESULTADO = "SIN_RESULTADO"   # migration 0065: the attempt ended (killed, unwritable) without an outcome
-NOTHING = "NADA"       # the event was not due, already delivered, or claimed by someone else
 # Events of one destination claimed and delivered together at most: the lanes of every destination
 # together stay within the HTTP client's connections, so no request of a batch spends its deadline
 # waiting for a connection (http_client.py).
@@ -71,12 +70,6 @@ def build_context(settings: Settings, role: str) -> RelayContext:
 def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
     """Seconds before the next try after `attempts` tries: LEAST(cap, base × 2^attempts) (ADR-008)."""
     return min(cap_s, base_s * 2 ** min(attempts, 62))
-
-
-def deliver_event(ctx: RelayContext, event_id) -> str:
-    """Deliver one event if it is due and nobody holds it; return the outcome (or NADA)."""
-    outcomes = deliver_due(ctx, ids=[event_id], limit=1)
-    return outcomes[0] if outcomes else NOTHING
 
 
 def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None,
@@ -152,11 +145,6 @@ def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | Non
                                        [(e["destination"], e["id"], e["payload"]) for e in claimed])
     return ([e["id"] for e in claimed], record_all(ctx, claimed, results),
             any(r.error_class == "Timeout" for r in results))
-
-
-def record(ctx: RelayContext, event: dict, result: destinations.DeliveryResult) -> str:
-    """Write the outcome of one delivery in one transaction, fenced by the claim token."""
-    return record_all(ctx, [event], [result])[0]
 
 
 def record_all(ctx: RelayContext, events: list[dict], results: list[destinations.DeliveryResult]) -> list[str]:

@@ -119,31 +119,6 @@ def close_open_attempts(conn, event_id, *, outcome: str, error: str) -> int:
         " WHERE event_id = %s AND finished_at IS NULL", [outcome, storable_text(error), event_id]).rowcount
 
 
-def mark_delivered(conn, event_id, claim_token) -> dict | None:
-    """ENTREGADO, only if this claim is still the current one; None when the lease was lost."""
-    return conn.execute(
-        "UPDATE outbox_event SET status = 'ENTREGADO', delivered_at = now(), locked_until = NULL, last_error = NULL"
-        " WHERE id = %s AND claim_token = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts", [event_id, claim_token]).fetchone()
-
-
-def mark_retry(conn, event_id, claim_token, *, delay_s: float, error: str) -> dict | None:
-    """Back to PENDIENTE after delay_s (exponential backoff), only if this claim is still the current one."""
-    return conn.execute(
-        "UPDATE outbox_event SET next_attempt_at = now() + make_interval(secs => %s), locked_until = NULL,"
-        " last_error = %s WHERE id = %s AND claim_token = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts",
-        [delay_s, storable_text(error), event_id, claim_token]).fetchone()
-
-
-def mark_failed(conn, event_id, claim_token, *, error: str) -> dict | None:
-    """FALLIDO, only if this claim is still the current one (the caller opens the dead letter)."""
-    return conn.execute(
-        "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
-        " WHERE id = %s AND claim_token = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts", [storable_text(error), event_id, claim_token]).fetchone()
-
-
 RECORD_SQL = """
 UPDATE outbox_event e
    SET status = CASE o.outcome WHEN 'REINTENTO' THEN 'PENDIENTE' ELSE o.outcome END,
@@ -161,8 +136,9 @@ RETURNING e.id
 def record_outcomes(conn, outcomes: list[tuple]) -> set:
     """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO, retry delay s, error) in one statement.
 
-    The same transitions as mark_delivered, mark_retry and mark_failed, each row fenced by its own claim
-    token; returns the ids written (an id missing from it lost its lease to another claimant).
+    ENTREGADO (delivered now), REINTENTO (PENDIENTE again after the delay) or FALLIDO (the caller opens the
+    dead letter), each row fenced by its own claim token and only while PENDIENTE; returns the ids written
+    (an id missing from it lost its lease to another claimant).
     """
     if not outcomes:
         return set()
@@ -179,7 +155,9 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
 def close_attempts(conn, attempts: list[tuple]) -> None:
     """Write how several attempts ended, (attempt id, outcome, http status, error, duration ms), in one statement.
 
-    As close_attempt, only rows still open: a row closed (SIN_RESULTADO by a later claim) is final (ADR-014).
+    Only rows still open: a row closed (SIN_RESULTADO by a later claim or fail_spent) is final (ADR-014). A
+    claimant whose lease expired may come back after that; what it saw late is in its log line, the row
+    keeps what the relay acted on.
     """
     if not attempts:
         return
@@ -190,19 +168,6 @@ def close_attempts(conn, attempts: list[tuple]) -> None:
         " FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::text[], %s::integer[])"
         "   AS o(id, outcome, http_status, error, duration_ms)"
         " WHERE a.id = o.id AND a.finished_at IS NULL", [ids, outcomes, statuses, [storable_text(e) for e in errors], durations])
-
-
-def close_attempt(conn, attempt_id: int, *, outcome: str, http_status: int | None, error: str | None,
-                  duration_ms: int) -> None:
-    """Write how one delivery attempt ended, unless it was already closed (ADR-014: a row closed is final).
-
-    A claimant whose lease expired may come back after a new claim or fail_spent closed its attempt
-    as SIN_RESULTADO; what it saw late is in its log line, the row keeps what the relay acted on.
-    """
-    conn.execute(
-        "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, http_status = %s, error = %s,"
-        " duration_ms = %s WHERE id = %s AND finished_at IS NULL",
-        [outcome, http_status, storable_text(error), duration_ms, attempt_id])
 
 
 # --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
