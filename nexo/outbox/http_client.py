@@ -67,8 +67,8 @@ class HttpClient:
 
     async def _open(self) -> httpx.AsyncClient:
         # httpx's own timeouts are a second fence per phase; the deadline is asyncio.timeout below.
-        # As many kept-alive connections as open ones: a relay batch (relay.MAX_BATCH requests at once)
-        # finds its connections open instead of paying a TCP connect and close per request (ADR-008).
+        # As many kept-alive connections as open ones: the relay lanes (relay.MAX_BATCH requests at once each)
+        # find their connections open instead of paying a TCP connect and close per request (ADR-008).
         return httpx.AsyncClient(timeout=httpx.Timeout(self.deadline_s), follow_redirects=False,
                                  limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
                                                      max_keepalive_connections=MAX_CONNECTIONS))
