@@ -6,6 +6,7 @@ and handed here with use_context; the forking worker builds one in each work hor
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 
@@ -14,6 +15,7 @@ from rq import get_current_job
 from nexo.observability import bind_request_id
 from nexo.outbox import relay, wakeup
 
+log = logging.getLogger(__name__)
 _context: relay.RelayContext | None = None
 _stop = threading.Event()
 
@@ -33,7 +35,8 @@ def deliver_events(event_ids: list[str], request_id: str | None = None, drain: b
     """Deliver these events if still due and unclaimed, and with `drain` every other due one; return the outcomes.
 
     A drain job (the coalesced commit-time wake-up, nexo/outbox/wakeup.py) clears its pending flag before
-    its first claim: whatever commits after that rings a job of its own.
+    its first claim: whatever commits after that rings a job of its own. A drain job whose budget ran out
+    with events still due rings the next drain job before it ends.
     """
     if _context is None:
         raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
@@ -41,4 +44,11 @@ def deliver_events(event_ids: list[str], request_id: str | None = None, drain: b
     if drain:
         job = get_current_job()
         wakeup.clear_pending(job.connection, job.origin)
-    return relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], drain=drain, stop=_stop)
+    delivered = relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], drain=drain, stop=_stop)
+    if drain and delivered.budget_spent and not _stop.is_set():
+        try:
+            wakeup.enqueue_next_drain(job.connection, _context.settings)
+        except Exception as exc:   # Redis gone meanwhile: the sweeper finds them (ADR-004)
+            log.warning("next drain job not enqueued (%s: %s); the sweeper will deliver the rest",
+                        type(exc).__name__, exc)
+    return delivered.outcomes

@@ -72,8 +72,17 @@ def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
     return min(cap_s, base_s * 2 ** min(attempts, 62))
 
 
+@dataclass(frozen=True)
+class Delivered:
+    """What deliver_events did: the outcomes of its attempts, and whether it left due events because its
+    budget ran out (a stop, or nothing left to claim, is not that)."""
+
+    outcomes: list[str]
+    budget_spent: bool = False
+
+
 def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None,
-                   stop: threading.Event | None = None) -> list[str]:
+                   stop: threading.Event | None = None) -> Delivered:
     """Deliver the given events, or (drain) every due one, in batches per destination, within the job's budget.
 
     Each destination has its own lane, and the lanes run side by side (ADR-010): a destination that
@@ -83,8 +92,10 @@ def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, b
     of them; each batch goes out concurrently (about one deadline of wall time however large). No batch
     is claimed once the budget is spent, so the last one ends inside the job and its leases (lease >
     job timeout, settings.py) outlive it. Nor once `stop` is set (SIGTERM: a deploy): the batch in flight
-    is finished and recorded, so a stop spends no attempt (ADR-014). Events left unclaimed are woken up
-    again by the sweeper. `budget_s` is for a caller without a job timeout (the sweeper delivering itself).
+    is finished and recorded, so a stop spends no attempt (ADR-014). Events left unclaimed when the budget
+    ran out are said so (`budget_spent`): a drain job rings the next one (jobs/deliver.py); otherwise the
+    sweeper wakes them up again. `budget_s` is for a caller without a job timeout (the sweeper delivering
+    itself).
     """
     cadence = ctx.settings.relay
     if budget_s is None:
@@ -93,20 +104,22 @@ def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, b
     deadline = time.monotonic() + budget_s
     ids = None if drain else list(event_ids)    # a drain claims every due event, the given ones included
     if ids == []:
-        return []
+        return Delivered([])
     with ThreadPoolExecutor(len(DESTINATIONS), thread_name_prefix="nexo-lane") as lanes:
         runs = [lanes.submit(_lane, ctx, name, ids, deadline, stop) for name in DESTINATIONS]
-        return [outcome for run in runs for outcome in run.result()]
+        lanes_done = [run.result() for run in runs]
+    return Delivered([outcome for lane in lanes_done for outcome in lane.outcomes],
+                     budget_spent=any(lane.budget_spent for lane in lanes_done))
 
 
 def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float,
-          stop: threading.Event | None) -> list[str]:
+          stop: threading.Event | None) -> Delivered:
     """One destination's batches for deliver_events, until none of its events is due or the budget ends."""
     outcomes, size, started = [], 1, False
     while True:
         if started and time.monotonic() > deadline:
-            log.info("%s: time budget spent; due events left for the sweeper", destination)
-            break
+            log.info("%s: time budget spent with events maybe still due", destination)
+            return Delivered(outcomes, budget_spent=True)
         if stop is not None and stop.is_set():
             log.info("%s: stopping; due events left for the sweeper", destination)
             break
@@ -119,7 +132,7 @@ def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float
             ids = [i for i in ids if str(i) not in {str(e) for e in claimed}]
         # Grow only while answers come back: after a timeout the next batch is a single probe again.
         size = 1 if timed_out else min(2 * size, MAX_BATCH)
-    return outcomes
+    return Delivered(outcomes)
 
 
 def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1, destination: str | None = None) -> list[str]:

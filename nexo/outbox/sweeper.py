@@ -94,8 +94,8 @@ def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: 
     Once `stop` is set (SIGTERM: a deploy) it claims no more; the batch in flight ends first (ADR-014).
     """
     if ids is not None:
-        return len(relay.deliver_events(ctx, list(ids), budget_s=budget_s, stop=stop))
-    return len(relay.deliver_events(ctx, [], drain=True, budget_s=budget_s, stop=stop))
+        return len(relay.deliver_events(ctx, list(ids), budget_s=budget_s, stop=stop).outcomes)
+    return len(relay.deliver_events(ctx, [], drain=True, budget_s=budget_s, stop=stop).outcomes)
 
 
 def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event) -> None:

@@ -2,7 +2,8 @@
 
 The commit-time wake-up is coalesced (ADR-008): Wakeup.request_delivery enqueues a *drain* job only when
 none is already waiting, marked by a Redis flag set with SET NX. The job clears the flag before its first
-claim, then delivers its events and every other due one until none is left or its time budget ends. So
+claim, then delivers its events and every other due one until none is left or its time budget ends; a
+job whose budget ran out with events still due rings the next drain job itself (enqueue_next_drain). So
 an event committed while the flag is set is committed before the job's first claim and gets drained,
 and one committed after the flag was cleared rings a new job: no wake-up is lost between the two.
 The sweeper's own wake-ups (enqueue) still carry explicit event ids, up to EVENTS_PER_JOB to a job.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -90,13 +92,22 @@ def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[s
     return True
 
 
+def enqueue_next_drain(connection: redis.Redis, settings: Settings) -> bool:
+    """A drain job whose budget ran out with events still due rings the next one, unless one waits already.
+
+    Without it those events would wait for the sweeper (a sweep interval, or a lease) although a worker
+    is right there. Raises what enqueuing raised.
+    """
+    return enqueue_drain(connection, settings, [], None)
+
+
 def _job_data(settings: Settings, ids: list[str], request_id: str | None, *, drain: bool):
     # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
+    what = f"{len(ids)} outbox event(s) from {ids[0]}" if ids else "the due outbox events"
     return Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), kwargs={"drain": True} if drain else None,
-                              job_id=job_id(ids[0]), timeout=settings.relay.job_seconds, result_ttl=0,
-                              failure_ttl=FAILED_JOB_TTL_S,
-                              description=f"deliver {len(ids)} outbox event(s) from {ids[0]}"
-                                          + (" and every other due one" if drain else ""))
+                              job_id=job_id(ids[0]) if ids else f"relay-drain-{uuid.uuid4()}",
+                              timeout=settings.relay.job_seconds, result_ttl=0, failure_ttl=FAILED_JOB_TTL_S,
+                              description=f"deliver {what}" + (" and every other due one" if ids and drain else ""))
 
 
 def _batches(events: list[tuple[str, str | None]]):

@@ -62,6 +62,22 @@ def test_a_drain_job_delivers_every_event_whose_wakeup_it_coalesced(db, redis_cl
     assert sorted(e["key"] for e in fakes.effects("warehouse")) == sorted(str(o.warehouse_event_id) for o in orders)
 
 
+@pytest.mark.slow
+def test_a_drain_job_out_of_budget_rings_the_next_one(db, redis_client, fakes, relay):
+    """A slow but answering destination: a job's budget (job timeout 2 s − one worst attempt) fits one
+    batch, so the events left after it must be drained by the job it rings, not left for a sweeper
+    (there is none here)."""
+    fakes.set_mode("fiscal", "timeout_after", delay_s=0.4)     # applied, answered within the 1 s deadline
+    orders = insert_confirmed_orders(db, 6)
+    ids = [o.fiscal_event_id for o in orders]
+    wakeup.request_delivery([str(i) for i in ids], connection=redis_client, settings=relay_settings())
+    worker = relay.start_workers(1)[0]
+    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()), timeout=30,
+               message="every event drained by the chain of drain jobs")
+    assert sorted(e["key"] for e in fakes.effects("fiscal")) == sorted(str(i) for i in ids)
+    assert "budget spent" in relay.log(worker)      # it did take more than one job
+
+
 def test_a_batch_is_delivered_concurrently(db, fakes, ctx):
     """Four POSTs that each take 0.6 s fit in one deadline (1 s) only if they run at the same time."""
     fakes.set_mode("fiscal", "timeout_after", delay_s=0.6)

@@ -56,7 +56,7 @@ def test_batches_do_not_grow_after_a_timeout(db, fakes):
     orders = insert_confirmed_orders(db, 8)
     ids = [o.warehouse_event_id for o in orders]
     try:
-        outcomes = relay_service.deliver_events(ctx, ids, budget_s=2.5)    # room for three batches
+        outcomes = relay_service.deliver_events(ctx, ids, budget_s=2.5).outcomes    # room for three batches
     finally:
         ctx.close()
     assert outcomes and set(outcomes) == {relay_service.REINTENTO}

@@ -36,11 +36,12 @@ def test_a_batch_job_stops_claiming_before_its_timeout_could_cut_a_delivery_shor
     ctx = relay.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
                              http=HttpClient(settings.relay.delivery_timeout_s), worker="test@budget")
     try:
-        outcomes = relay.deliver_events(ctx, [o.fiscal_event_id for o in orders])
+        delivered = relay.deliver_events(ctx, [o.fiscal_event_id for o in orders])
     finally:
         ctx.db.close()
         ctx.http.close()
-    assert outcomes == [relay.REINTENTO]
+    assert delivered.outcomes == [relay.REINTENTO]
+    assert delivered.budget_spent        # a drain job would ring the next one (jobs/deliver.py)
     rows = event_rows(db, [o.fiscal_event_id for o in orders])
     untouched = [r for r in rows.values() if r["attempts"] == 0 and r["claim_token"] is None]
     assert len(untouched) == 2        # never claimed: no lease to wait for, the sweeper wakes them at once
