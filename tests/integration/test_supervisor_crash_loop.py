@@ -25,6 +25,8 @@ pytestmark = pytest.mark.slow
 
 def test_a_crash_loop_backs_off_goes_fatal_and_is_started_again_by_the_listener(tmp_path, db):
     config = tmp_path / "supervisord.conf"
+    # startsecs is far above how long the program lives, so it never counts as started (RUNNING), even
+    # when a loaded machine takes more than a second to start Python (seen once in CI with startsecs=1).
     config.write_text(f"""[supervisord]
 nodaemon=true
 logfile={tmp_path}/supervisord.log
@@ -37,7 +39,7 @@ file={tmp_path}/s.sock
 supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
 [program:crashy]
 command={sys.executable} -c "import sys; sys.exit(3)"
-startsecs=1
+startsecs=10
 startretries=1
 [eventlistener:process_events]
 command={sys.executable} -m jobs.process_events --fatal-retry-s 2
