@@ -56,7 +56,7 @@ class Stack:
         self.env = {**base_env, "NEXO_ENV": "demo", "PYTHONUNBUFFERED": "1",
                     "SECRET_KEY": base_env.get("SECRET_KEY") or secrets.token_urlsafe(32)}
         self.env.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="nexo-bench-prometheus-"))
-        self.env["NEXO_DATA_DIR"] = str(self.workdir)       # the fakes' SQLite files (Procfile --db)
+        self.env["NEXO_SANDBOX_DIR"] = str(self.workdir)    # the fakes' SQLite files (Procfile --db)
         self.procs: list[subprocess.Popen] = []
         self.web_url: str | None = None
         self.web: subprocess.Popen | None = None
@@ -65,9 +65,7 @@ class Stack:
     def start(self, name: str, **overrides) -> subprocess.Popen:
         """Start one Procfile process with these environment overrides; its output goes to a log file."""
         env = {**self.env, **{k: str(v) for k, v in overrides.items()}}
-        argv = shlex.split(Template(self.commands[name]).substitute(env))
-        if argv[0] == "python":
-            argv[0] = sys.executable     # the venv's interpreter, as make run's supervisord config names it
+        argv = self.argv(name, env)
         log_path = self.workdir / f"{name}-{len(self.procs)}.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -75,6 +73,13 @@ class Stack:
         proc.log_path = log_path
         self.procs.append(proc)
         return proc
+
+    def argv(self, name: str, env: dict) -> list[str]:
+        """The Procfile command of `name` with its $VARIABLES from env (KeyError names one env lacks)."""
+        argv = shlex.split(Template(self.commands[name]).substitute(env))
+        if argv[0] == "python":
+            argv[0] = sys.executable     # the venv's interpreter, as make run's supervisord config names it
+        return argv
 
     def start_fakes(self) -> None:
         """Both sandboxed fakes on free ports; FISCAL_URL / WAREHOUSE_URL point at them."""
