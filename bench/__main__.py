@@ -100,6 +100,7 @@ def main() -> int:
     results["machine"]["load_after"] = machine.load_average()
     results["wall_s"] = round(time.monotonic() - began, 1)
     results["targets"] = report.targets(results)
+    results["targets_round_2"] = report.targets_round_2(results)
     print("\n" + report.table(results) + "\n", flush=True)
     path = report.write_json(results)
     say(f"written {path.relative_to(ROOT)} ({results['wall_s']} s)")

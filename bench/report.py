@@ -1,4 +1,4 @@
-"""The bench's answer: issue 8's targets checked against one run, a plain-text table and a JSON file."""
+"""The bench's answer: issue 8's and issue 14's targets checked against one run, a plain-text table and a JSON file."""
 
 from __future__ import annotations
 
@@ -36,6 +36,49 @@ def targets(results: dict) -> list[dict]:
         ("commit → ENTREGADO p99, 50 orders/s, as make run", woken and woken["p99_ms"], "≤ 250 ms", lambda v: v <= 250, "ms"),
         ("relay, 2 workers", relay2 and relay2["events_per_s"], "≥ 500 events/s", lambda v: v >= 500, "ev/s"),
     ]
+    return _verdicts(checks)
+
+
+def targets_round_2(results: dict) -> list[dict]:
+    """Issue 14's targets (CPU per unit of work first: rates move with the machine's load, CPU much less)."""
+    tpcb = (results.get("pgbench") or {}).get("tpcb-like", {}).get("tps")
+    http8, direct8 = _find(results.get("http", []), 8), _find(results.get("direct", []), 8)
+    hot = results.get("hot_sku")
+    relay2 = next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None)
+    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None)
+    mixed = results.get("mixed") or None
+
+    # CPU ms per unit of work, by part; {} when the phase did not run (BENCH_ONLY).
+    http_cpu = http8["cpu_ms_per_op"] if http8 else {}
+    direct_cpu = direct8["cpu_ms_per_op"] if direct8 else {}
+    relay_cpu = relay2["cpu_ms_per_event"] if relay2 else {}
+
+    def ratio(row):
+        return row["per_s"] / tpcb if row and tpcb else None
+
+    checks = [
+        ("HTTP, 8 clients: web CPU per order", http_cpu.get("gunicorn"), "≤ 2.5 ms", lambda v: v <= 2.5, "ms"),
+        ("HTTP, 8 clients: Postgres CPU per order", http_cpu.get("postgres"), "≤ 1.5 ms", lambda v: v <= 1.5, "ms"),
+        ("HTTP, 8 clients ÷ pgbench tpcb-like", ratio(http8), "≥ 10 %", lambda v: v >= 0.10, "pct"),
+        ("HTTP, 8 clients: p99", http8 and http8["p99_ms"], "≤ 50 ms", lambda v: v <= 50, "ms"),
+        ("direct, 8 threads: Python CPU per order", direct_cpu.get("create_order (bench process)"), "≤ 0.8 ms",
+         lambda v: v <= 0.8, "ms"),
+        ("direct, 8 threads: Postgres CPU per order", direct_cpu.get("postgres"), "≤ 1.0 ms", lambda v: v <= 1.0, "ms"),
+        ("direct, 8 threads ÷ pgbench tpcb-like", ratio(direct8), "≥ 30 %", lambda v: v >= 0.30, "pct"),
+        ("relay, 2 workers: worker CPU per event", relay_cpu.get("workers"), "≤ 0.8 ms", lambda v: v <= 0.8, "ms"),
+        ("relay, 2 workers: Postgres CPU per event", relay_cpu.get("postgres"), "≤ 0.7 ms", lambda v: v <= 0.7, "ms"),
+        ("relay, 2 workers", relay2 and relay2["events_per_s"], "≥ 500 events/s", lambda v: v >= 500, "ev/s"),
+        ("hot SKU: all 64 answered within", hot and hot["settled_s"], "< 0.5 s", lambda v: v < 0.5, "s"),
+        ("commit → ENTREGADO p50, 50 orders/s, 2 workers", woken and woken["p50_ms"], "≤ 20 ms", lambda v: v <= 20, "ms"),
+        ("commit → ENTREGADO p99, 50 orders/s, 2 workers", woken and woken["p99_ms"], "≤ 100 ms", lambda v: v <= 100, "ms"),
+        # A mixed phase that sustained no rate at all measured 0, not nothing.
+        ("mixed: highest sustained rate", mixed and (mixed.get("highest_sustained_rate") or 0), "≥ 250 orders/s",
+         lambda v: v >= 250, "orders/s"),
+    ]
+    return _verdicts(checks)
+
+
+def _verdicts(checks) -> list[dict]:
     out = []
     for name, value, goal, test, unit in checks:
         met = None if value is None else bool(test(value))
@@ -46,8 +89,8 @@ def targets(results: dict) -> list[dict]:
 def _fmt(value, unit: str) -> str:
     if value is None:
         return "—"
-    return {"pct": f"{value * 100:.1f} %", "ms": f"{value:.1f} ms", "s": f"{value:.3f} s",
-            "ev/s": f"{value:.0f} events/s"}.get(unit, str(value))
+    return {"pct": f"{value * 100:.1f} %", "ms": f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms", "s": f"{value:.3f} s",
+            "ev/s": f"{value:.0f} events/s", "orders/s": f"{value:.0f} orders/s"}.get(unit, str(value))
 
 
 def _num(value, digits: int = 1) -> str:
@@ -134,11 +177,16 @@ def table(results: dict) -> str:
     if results.get("growth"):
         from bench.growth import table as growth_table
         lines += growth_table(results["growth"])
-    lines += ["Targets (issue 8)", f"    {'target':<52} {'measured':>16}   {'goal':<15} verdict"]
-    for t in results["targets"]:
-        verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")
-        lines.append(f"    {t['target']:<52} {_fmt(t['measured'], t['unit']):>16}   {t['goal']:<15} {verdict}")
-    return "\n".join(lines)
+    for title, checked in (("Targets (issue 8)", results["targets"]),
+                           ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or [])):
+        if not checked:
+            continue
+        lines += [title, f"    {'target':<52} {'measured':>16}   {'goal':<15} verdict"]
+        for t in checked:
+            verdict = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")
+            lines.append(f"    {t['target']:<52} {_fmt(t['measured'], t['unit']):>16}   {t['goal']:<15} {verdict}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
 
 
 def write_json(results: dict) -> Path:
