@@ -69,8 +69,12 @@ from tests.relay_support import (  # noqa: F401  (re-exported: tests import them
     RelayProcesses,
     SeededOrder,
     _start_fake,
+    attempts_of,
+    dead_letters_of,
+    event_row,
     event_rows,
     insert_confirmed_orders,
+    order_row,
     relay_settings,
     wait_until,
 )

@@ -270,6 +270,29 @@ def event_rows(db, ids) -> dict[str, dict]:
     return {str(r["id"]): r for r in rows}
 
 
+def event_row(db, event_id) -> dict:
+    """The outbox_event row of one event."""
+    return event_rows(db, [event_id])[str(event_id)]
+
+
+def attempts_of(db, event_id) -> list[dict]:
+    """The delivery_attempt rows of one event, oldest first."""
+    with db.reading() as conn:
+        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = %s ORDER BY id", [event_id]).fetchall()
+
+
+def dead_letters_of(db, event_id) -> list[dict]:
+    """The dead_letter rows of one event."""
+    with db.reading() as conn:
+        return conn.execute("SELECT * FROM dead_letter WHERE event_id = %s", [event_id]).fetchall()
+
+
+def order_row(db, order_id) -> dict | None:
+    """The orders row of one order."""
+    with db.reading() as conn:
+        return conn.execute("SELECT * FROM orders WHERE id = %s", [order_id]).fetchone()
+
+
 def without_queued_wakeup(connection, settings, event_ids: list) -> list:
     """The event ids that no queued wake-up job covers (lost, finished, failed or never sent).
 

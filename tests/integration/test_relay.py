@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from nexo.outbox.wakeup import request_delivery
-from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
+from tests.relay_fixtures import (
+    attempts_of,
+    event_rows,
+    insert_confirmed_orders,
+    order_row,
+    relay_settings,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -13,17 +20,6 @@ pytestmark = pytest.mark.slow
 def delivered(db, ids):
     rows = event_rows(db, ids)
     return len(rows) == len(ids) and all(r["status"] == "ENTREGADO" for r in rows.values())
-
-
-def order_row(db, order_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM orders WHERE id = %s", [order_id]).fetchone()
-
-
-def attempts_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = %s ORDER BY id",
-                            [event_id]).fetchall()
 
 
 def test_wakeup_delivers_both_events_once_and_bills_the_order(db, redis_client, fakes, relay):

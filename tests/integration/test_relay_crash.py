@@ -9,21 +9,18 @@ import pytest
 
 from nexo.outbox.wakeup import request_delivery
 from tests.helpers import free_port
-from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
+from tests.relay_fixtures import (
+    attempts_of,
+    event_row,
+    insert_confirmed_orders,
+    relay_settings,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
 # A worker slow enough to be caught mid-delivery: 2 s HTTP timeout inside a 3 s job and a 4 s lease.
 SLOW_WORKER = {"RELAY_DELIVERY_TIMEOUT_S": "2", "RELAY_JOB_TIMEOUT_S": "3", "RELAY_LEASE_S": "4"}
-
-
-def event(db, event_id):
-    return event_rows(db, [event_id])[str(event_id)]
-
-
-def attempts_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = %s ORDER BY id", [event_id]).fetchall()
 
 
 def open_attempt(db, event_id):
@@ -54,12 +51,12 @@ def test_kill_9_mid_delivery_is_retried_after_the_lease_and_applied_once(db, red
     else:
         assert fakes.effect("fiscal", order.fiscal_event_id) is None
     relay.kill(victim)
-    claim = event(db, order.fiscal_event_id)
+    claim = event_row(db, order.fiscal_event_id)
     assert claim["status"] == "PENDIENTE" and claim["locked_until"] is not None     # a lease, nobody behind it
 
     relay.start_workers(1)
     relay.start_sweepers(1)
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40,
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40,
                message="delivered by another worker once the lease expired")
     effects = fakes.effects("fiscal")
     assert [e["key"] for e in effects] == [str(order.fiscal_event_id)]
@@ -70,7 +67,7 @@ def test_kill_9_mid_delivery_is_retried_after_the_lease_and_applied_once(db, red
     # The killed worker never wrote an outcome; the next claim closed its attempt (ADR-014).
     assert attempts[0]["outcome"] == "SIN_RESULTADO" and attempts[0]["finished_at"] is not None
     assert attempts[-1]["outcome"] == "ENTREGADO" and attempts[-1]["claim_token"] != attempts[0]["claim_token"]
-    assert event(db, order.fiscal_event_id)["attempts"] == len(attempts)
+    assert event_row(db, order.fiscal_event_id)["attempts"] == len(attempts)
 
 
 def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db, fakes, relay):
@@ -92,7 +89,7 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
             rows = attempts_of(db, order.fiscal_event_id)
             return len(rows) >= 2 and rows[1]["outcome"] == "REINTENTO"
         wait_until(newer_outcome_recorded, timeout=30, message="a worker took over after the lease expired")
-        newer = event(db, order.fiscal_event_id)
+        newer = event_row(db, order.fiscal_event_id)
     finally:
         os.kill(late.pid, signal.SIGCONT)
 
@@ -100,7 +97,7 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
                message="the frozen sweeper woke up and finished")
     # Its attempt was closed when the newer claim took the event; a closed attempt row is final (ADR-014).
     assert attempts_of(db, order.fiscal_event_id)[0]["outcome"] == "SIN_RESULTADO"
-    after = event(db, order.fiscal_event_id)
+    after = event_row(db, order.fiscal_event_id)
     assert after["claim_token"] == newer["claim_token"]
     assert (after["status"], after["attempts"], after["last_error"], after["next_attempt_at"]) == \
         (newer["status"], newer["attempts"], newer["last_error"], newer["next_attempt_at"])

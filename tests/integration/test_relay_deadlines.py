@@ -15,7 +15,15 @@ import pytest
 from rq import Queue
 
 from nexo.outbox.wakeup import request_delivery
-from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
+from tests.relay_fixtures import (
+    attempts_of,
+    dead_letters_of,
+    event_row,
+    event_rows,
+    insert_confirmed_orders,
+    relay_settings,
+    wait_until,
+)
 from tests.relay_support import _children
 
 pytestmark = pytest.mark.slow
@@ -25,20 +33,6 @@ DEADLINE_S = 1.0                 # RELAY_DELIVERY_TIMEOUT_S of RELAY_TEST_ENV
 # What a test on a loaded, shared machine allows beyond the deadline (the code itself waits 0.5 s more
 # at most); the point is that no attempt lasts the job timeout, the dribble or the 20 MB.
 MARGIN_S = 1.0
-
-
-def event(db, event_id):
-    return event_rows(db, [event_id])[str(event_id)]
-
-
-def attempts_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = %s ORDER BY id", [event_id]).fetchall()
-
-
-def dead_letters_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM dead_letter WHERE event_id = %s", [event_id]).fetchall()
 
 
 @pytest.fixture
@@ -83,9 +77,9 @@ def test_a_misbehaving_destination_ends_failed_with_a_dead_letter_each_attempt_w
     order = insert_confirmed_orders(db, 1)[0]
     request_delivery([order.fiscal_event_id], connection=redis_client, settings=relay_settings())
 
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=60, interval=0.1,
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=60, interval=0.1,
                message=f"{mode}: the event ends FALLIDO")
-    row = event(db, order.fiscal_event_id)
+    row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == expected_attempts <= MAX_ATTEMPTS
     assert "\x00" not in row["last_error"]
     attempts = attempts_of(db, order.fiscal_event_id)
@@ -128,9 +122,9 @@ def test_an_attempt_killed_mid_delivery_counts_and_its_event_fails_when_it_was_t
         os.kill(horse, signal.SIGKILL)
     relay.start_sweepers(1, **env)
 
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30,
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30,
                message="the event's only attempt was spent without an outcome")
-    row = event(db, order.fiscal_event_id)
+    row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 1 and "sin registrar resultado" in row["last_error"]
     [attempt] = attempts_of(db, order.fiscal_event_id)
     assert attempt["outcome"] == "SIN_RESULTADO" and attempt["finished_at"] is not None
@@ -143,8 +137,8 @@ def test_an_attempt_killed_mid_delivery_counts_and_its_event_fails_when_it_was_t
     # A replay starts a fresh cycle (ADR-010): the spent cycle does not stop it from being delivered.
     relay.start_workers(1, **env)
     assert dead_letters.replay(db, letter["id"], "marta").outcome == "done"
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=30)
-    assert event(db, order.fiscal_event_id)["attempts"] == 2
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=30)
+    assert event_row(db, order.fiscal_event_id)["attempts"] == 2
     assert [e["key"] for e in fakes.effects("fiscal")] == [str(order.fiscal_event_id)]
 
 

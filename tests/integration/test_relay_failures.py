@@ -8,28 +8,17 @@ from __future__ import annotations
 import pytest
 
 from nexo.outbox.wakeup import request_delivery
-from tests.relay_fixtures import event_rows, insert_confirmed_orders, relay_settings, wait_until
+from tests.relay_fixtures import (
+    attempts_of,
+    dead_letters_of,
+    event_row,
+    insert_confirmed_orders,
+    order_row,
+    relay_settings,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def event(db, event_id):
-    return event_rows(db, [event_id])[str(event_id)]
-
-
-def order_row(db, order_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM orders WHERE id = %s", [order_id]).fetchone()
-
-
-def attempts_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = %s ORDER BY id", [event_id]).fetchall()
-
-
-def dead_letters_of(db, event_id):
-    with db.reading() as conn:
-        return conn.execute("SELECT * FROM dead_letter WHERE event_id = %s", [event_id]).fetchall()
 
 
 def start(relay, db, redis_client, **env):
@@ -41,7 +30,7 @@ def start(relay, db, redis_client, **env):
 
 
 def retried_at_least(db, event_id, n):
-    row = event(db, event_id)
+    row = event_row(db, event_id)
     return row["status"] == "PENDIENTE" and row["attempts"] >= n and row["last_error"] and row
 
 
@@ -56,7 +45,7 @@ def test_t12_timeout_before_processing_waits_then_delivers_once(db, redis_client
     assert (row["status"], row["billing_status"]) == ("CONFIRMADO", "PENDIENTE_FACTURACION")
 
     fakes.set_mode("fiscal", "ok")
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
     effects = fakes.effects("fiscal")
     assert [e["key"] for e in effects] == [str(order.fiscal_event_id)]
     row = order_row(db, order.order_id)
@@ -77,7 +66,7 @@ def test_t12_timeout_after_processing_is_applied_once_and_billed_with_the_same_i
     assert order_row(db, order.order_id)["billing_status"] == "PENDIENTE_FACTURACION"
 
     fakes.set_mode("fiscal", "ok")
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
     effects = fakes.effects("fiscal")
     assert len(effects) == 1 and effects[0]["key"] == str(order.fiscal_event_id)
     row = order_row(db, order.order_id)
@@ -88,8 +77,8 @@ def test_t12_timeout_after_processing_is_applied_once_and_billed_with_the_same_i
 def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, redis_client, fakes, relay):
     fakes.set_mode("fiscal", "error_4xx")
     order = start(relay, db, redis_client)
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30)
-    row = event(db, order.fiscal_event_id)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30)
+    row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 1 and "HTTP 400" in row["last_error"]
     assert "rechazó" in row["last_error"]     # the destination's words, readable on the admin pages
     assert [(a["outcome"], a["http_status"]) for a in attempts_of(db, order.fiscal_event_id)] == [("FALLIDO", 400)]
@@ -106,7 +95,7 @@ def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, 
         tx.execute("UPDATE outbox_event SET status = 'PENDIENTE', next_attempt_at = now() WHERE id = %s",
                    [order.fiscal_event_id])
         tx.commit()
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=30)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=30)
     assert [e["key"] for e in fakes.effects("fiscal")] == [str(order.fiscal_event_id)]
     assert order_row(db, order.order_id)["billing_status"] == "FACTURADO"
 
@@ -114,8 +103,8 @@ def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, 
 def test_transient_errors_back_off_and_fail_after_max_attempts(db, redis_client, fakes, relay):
     fakes.set_mode("fiscal", "error_5xx")
     order = start(relay, db, redis_client, RELAY_MAX_ATTEMPTS=3)
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=40)
-    row = event(db, order.fiscal_event_id)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=40)
+    row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 3 and "503" in row["last_error"]
     attempts = attempts_of(db, order.fiscal_event_id)
     assert [a["outcome"] for a in attempts] == ["REINTENTO", "REINTENTO", "FALLIDO"]
@@ -132,14 +121,14 @@ def test_a_replayed_dead_letter_gets_a_fresh_cycle_of_attempts(db, redis_client,
 
     fakes.set_mode("fiscal", "error_5xx")
     order = start(relay, db, redis_client, RELAY_MAX_ATTEMPTS=2)
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=40)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=40)
     dead_letter_id = dead_letters_of(db, order.fiscal_event_id)[0]["id"]
     # The destination still fails once after the replay: with a fresh cycle that is a retry, not a new
     # dead letter (a budget counted over the event's whole life would fail it at once).
     fakes.set_mode("fiscal", "error_5xx", times=1)
     assert dead_letters.replay(db, dead_letter_id, "marta").outcome == "done"
-    wait_until(lambda: event(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
-    row = event(db, order.fiscal_event_id)
+    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
+    row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 4
     assert [a["outcome"] for a in attempts_of(db, order.fiscal_event_id)] == [
         "REINTENTO", "FALLIDO", "REINTENTO", "ENTREGADO"]
