@@ -14,11 +14,13 @@ def may_view(header: dict, user: User) -> bool:
 
 
 def visible_order(conn, order_id, user: User) -> dict | None:
-    """The order JSON, or None when it does not exist or the user may not see it (both look the same)."""
+    """The order JSON, or None when it does not exist or the user may not see it (both look the same).
+
+    One statement: callers may read it in autocommit (Database.reading_one)."""
     header = repo.order(conn, order_id)
     if header is None or not may_view(header, user):
         return None
-    return _with_details(conn, [header])[0]
+    return _order_json(header)
 
 
 def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tuple[list[dict], tuple | None]:
@@ -27,7 +29,7 @@ def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tupl
     more = len(rows) > limit
     rows = rows[:limit]
     last = (rows[-1]["created_at"], rows[-1]["id"]) if more else None
-    return _with_details(conn, rows), last
+    return [_order_json(row) for row in rows], last
 
 
 def catalog(conn) -> list[dict]:
@@ -40,18 +42,8 @@ def catalog(conn) -> list[dict]:
              "available": dict(row["available"])} for row in order_queries.find_skus(conn, "", limit=None)]
 
 
-def _with_details(conn, headers: list[dict]) -> list[dict]:
-    # Two statements for the whole page, whatever its size (no query per order).
-    ids = [h["id"] for h in headers]
-    lines: dict = {i: [] for i in ids}
-    events: dict = {i: [] for i in ids}
-    if ids:
-        for line in repo.lines_of(conn, ids):
-            lines[line["order_id"]].append({"sku": line["sku"], "quantity": line["quantity"],
-                                            "unit_price_cents": line["unit_price_cents"]})
-        for event in repo.events_of(conn, ids):
-            events[event["order_id"]].append({"type": event["type"], "status": event["status"]})
-    return [{"id": h["id"], "status": h["status"], "billing_status": h["billing_status"],
-             "client_id": h["client_id"], "deposit_id": h["deposit_id"], "delivery_method": h["delivery_method"],
-             "total_cents": h["total_cents"], "created_at": h["created_at"], "lines": lines[h["id"]],
-             "events": events[h["id"]]} for h in headers]
+def _order_json(row: dict) -> dict:
+    return {"id": row["id"], "status": row["status"], "billing_status": row["billing_status"],
+            "client_id": row["client_id"], "deposit_id": row["deposit_id"], "delivery_method": row["delivery_method"],
+            "total_cents": row["total_cents"], "created_at": row["created_at"], "lines": row["lines"],
+            "events": row["events"]}

@@ -60,18 +60,28 @@ def user_id_by_username(conn, username: str) -> int | None:
 
 # --- order read models ---------------------------------------------------------------------------
 
+# Each order with its lines and events in the one row: a single statement for an order or a page,
+# whatever its size (the 201 of POST /api/v1/orders reads the order back with it, issue 14).
 _ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
-                    o.total_cents, o.created_at, o.salesperson_id"""
+                    o.total_cents, o.created_at, o.salesperson_id,
+                    coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
+                                                                'unit_price_cents', l.unit_price_cents)
+                                              ORDER BY l.sku)
+                                FROM order_line l WHERE l.order_id = o.id), '[]') AS lines,
+                    coalesce((SELECT json_agg(json_build_object('type', e.event_type, 'status', e.status)
+                                              ORDER BY e.created_at, e.event_type)
+                                FROM outbox_event e WHERE e.aggregate_id = o.id), '[]') AS events"""
 
 
 def order(conn, order_id) -> dict | None:
-    """One order's header, or None."""
+    """One order with its lines and events, or None."""
     return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE o.id = %s", [order_id]).fetchone()
 
 
 def orders_page(conn, salesperson_id: int, *, status: str | None, after: tuple | None, limit: int) -> list[dict]:
-    """Up to `limit` orders of a salesperson, newest first, strictly after the keyset `after` = (created_at,
-    id) of the previous page: an index range scan, never an OFFSET that re-reads the skipped rows."""
+    """Up to `limit` orders of a salesperson with their lines and events, newest first, strictly after the
+    keyset `after` = (created_at, id) of the previous page: an index range scan, never an OFFSET that
+    re-reads the skipped rows."""
     # Conditions are added, not switched off with "%s IS NULL OR …", so every plan can use the index.
     where, params = ["o.salesperson_id = %s"], [salesperson_id]
     if status is not None:
@@ -82,15 +92,3 @@ def orders_page(conn, salesperson_id: int, *, status: str | None, after: tuple |
         params.extend(after)
     return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)}"
                         " ORDER BY o.created_at DESC, o.id DESC LIMIT %s", [*params, limit]).fetchall()
-
-
-def lines_of(conn, order_ids: list) -> list[dict]:
-    """The lines of these orders, by order and SKU."""
-    return conn.execute("SELECT order_id, sku, quantity, unit_price_cents FROM order_line"
-                        " WHERE order_id = ANY(%s) ORDER BY order_id, sku", [order_ids]).fetchall()
-
-
-def events_of(conn, order_ids: list) -> list[dict]:
-    """The outbox events of these orders (type and status), oldest first."""
-    return conn.execute("SELECT aggregate_id AS order_id, event_type AS type, status FROM outbox_event"
-                        " WHERE aggregate_id = ANY(%s) ORDER BY created_at, event_type", [order_ids]).fetchall()

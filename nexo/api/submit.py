@@ -88,7 +88,7 @@ def _respond(principal: Principal, key: uuid.UUID, result: commands.OrderResult)
 
 def _order(principal: Principal, key: uuid.UUID, order_id, *, replayed: bool):
     """201 with the order as it is now (ADR-015); a replay says so in Idempotent-Replayed."""
-    with get_db().reading() as conn:
+    with get_db().reading_one() as conn:
         order = read_models.visible_order(conn, order_id, principal.user)
     if order is None:
         # A key another user's order already holds: replaying it would show them that order.

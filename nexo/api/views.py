@@ -102,7 +102,7 @@ def create_order():
 @api_spec.validate(resp=responses(HTTP_200=OrderOut, HTTP_404=Problem), tags=["orders"])
 def get_order(order_id: uuid.UUID):
     """One order: its salesperson's keys, credit and admins may read it; anyone else gets 404."""
-    with get_db().reading() as conn:
+    with get_db().reading_one() as conn:
         order = read_models.visible_order(conn, order_id, g.api_principal.user)
     if order is None:
         raise ApiProblem("not_found", "No such order.")
@@ -115,7 +115,7 @@ def list_orders():
     """The key's user's orders, newest first, `limit` per page; pass `next_cursor` as `cursor` for the next."""
     query: OrdersQuery = request.context.query
     after = _decode_cursor(query.cursor) if query.cursor else None
-    with get_db().reading() as conn:
+    with get_db().reading_one() as conn:
         orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after,
                                                limit=query.limit)
     return json_response({"orders": orders, "next_cursor": _encode_cursor(last) if last else None})

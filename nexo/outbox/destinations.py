@@ -74,7 +74,7 @@ def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
     if isinstance(answer, DeadlineExceeded):     # slow connect, endless headers, a dribbled or endless body
         return _failure(TRANSIENT, "Timeout", str(answer), duration_ms)
     if isinstance(answer, BaseException):
-        # httpx.HTTPError (refused or reset connection, a broken answer) is worth retrying; anything else
+        # A TransportError (refused or reset connection, a broken answer) is worth retrying; anything else
         # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
         return _failure(TRANSIENT, type(answer).__name__, str(answer) or type(answer).__name__, duration_ms)
     try:

@@ -36,9 +36,10 @@ log = logging.getLogger(__name__)
 
 JOB_FUNCTION = "jobs.deliver.deliver_events"
 # One job wakes up to this many events (an order's two, a sweep's backlog in chunks): rq's own cost per
-# job (about 20 Redis commands and 4-6 ms of worker CPU, measured by make bench) is paid once per
-# batch, while each event still gets its own claim, lease and fenced outcome.
-EVENTS_PER_JOB = 25
+# job (about 20 Redis commands, a few ms of worker CPU) and the lanes' first small batches are paid once
+# per job, while each event still gets its own claim, lease and fenced outcome. 25 a job made that
+# overhead two thirds of a worker's CPU per event once delivery itself got cheap (issue 14, make bench).
+EVENTS_PER_JOB = 100
 FAILED_JOB_TTL_S = 3600       # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
 
 
