@@ -117,7 +117,8 @@ class _Transfer:
         # small gzip body cannot unfold into gigabytes in memory. No "Expect: 100-continue" round trip.
         lines = ["Expect:"] + [f"{name}: {value}" for name, value in (headers or {}).items()]
         if json is not None:
-            curl.setopt(pycurl.POSTFIELDS, jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
+            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            curl.setopt(pycurl.POSTFIELDS, body.encode())
             lines.append("Content-Type: application/json")
         if method != ("POST" if json is not None else "GET"):
             curl.setopt(pycurl.CUSTOMREQUEST, method)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from nexo.outbox.repository import add_event
+from nexo.outbox.repository import add_events
 
 # One per destination: the warehouse prepares the order, the fiscal provider invoices it.
 ORDER_CONFIRMED_EVENTS = ("order.handoff_requested", "billing.intent_recorded")
@@ -30,6 +30,6 @@ def order_payload(*, order_id, client_id, client_name: str, tier: str, warehouse
 
 
 def add_order_confirmed_events(conn, *, order_id, payload: dict, request_id: str | None) -> list[uuid.UUID]:
-    """Write both events of a confirmed order in the caller's transaction; return their ids."""
-    return [add_event(conn, order_id=order_id, event_type=event_type, payload=payload, request_id=request_id)
-            for event_type in ORDER_CONFIRMED_EVENTS]
+    """Write both events of a confirmed order in the caller's transaction (one statement); return their ids."""
+    return add_events(conn, order_id=order_id, event_types=list(ORDER_CONFIRMED_EVENTS), payload=payload,
+                      request_id=request_id)

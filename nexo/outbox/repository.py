@@ -12,12 +12,19 @@ from nexo.outbox.storable import storable_text
 
 def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None = None) -> uuid.UUID:
     """Insert one PENDIENTE event in the caller's transaction and return its id (the Idempotency-Key)."""
-    event_id = uuid.uuid4()
+    return add_events(conn, order_id=order_id, event_types=[event_type], payload=payload, request_id=request_id)[0]
+
+
+def add_events(conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None) -> list[uuid.UUID]:
+    """Insert one PENDIENTE event per type, all with this payload, in one statement; return their ids in order."""
+    event_ids = [uuid.uuid4() for _ in event_types]
     conn.execute(
         "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        [event_id, order_id, event_type, registry.for_event(event_type).name, Jsonb(payload), request_id])
-    return event_id
+        " SELECT id, %s, event_type, destination, %s, %s"
+        "   FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS e(id, event_type, destination)",
+        [order_id, Jsonb(payload), request_id, event_ids, list(event_types),
+         [registry.for_event(t).name for t in event_types]])
+    return event_ids
 
 
 # --- The relay's SQL (guarantee 9). Each function is one statement; the relay service owns the transaction.

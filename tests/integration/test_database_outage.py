@@ -12,6 +12,7 @@ import uuid
 
 import psycopg
 import pytest
+from psycopg_pool import ConnectionPool
 
 from nexo import create_app
 from nexo.db import Database
@@ -36,6 +37,25 @@ def test_a_pooled_connection_broken_by_a_restart_is_replaced_before_use(settings
         with database.reading() as conn:
             second = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
         assert second != first
+    finally:
+        database.close()
+
+
+def test_a_healthy_pooled_connection_is_lent_without_a_round_trip_and_a_broken_one_is_checked(settings, monkeypatch):
+    checked = []
+    full_check = ConnectionPool.check_connection
+    monkeypatch.setattr(ConnectionPool, "check_connection",
+                        staticmethod(lambda conn: (checked.append(conn.info.backend_pid), full_check(conn))))
+    database = Database(settings.database_url, max_size=1, name="outage-test")
+    try:
+        for _ in range(5):
+            with database.reading() as conn:
+                pid = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+        assert checked == [], "an idle, healthy connection was checked with a round trip"
+        _terminate(settings, pid)
+        with database.reading() as conn:
+            assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"] != pid
+        assert checked == [pid], "the broken connection was lent without the full check"
     finally:
         database.close()
 
