@@ -84,8 +84,11 @@ def _raw_server(answer: bytes | None, *, interval_s: float = 0.0):
             try:
                 if answer is None:
                     time.sleep(30)
-                for i in range(len(answer)):
-                    conn.sendall(answer[i:i + 1])
+                    answer_bytes = b""
+                else:
+                    answer_bytes = answer
+                for i in range(len(answer_bytes)):
+                    conn.sendall(answer_bytes[i:i + 1])
                     time.sleep(interval_s)
                 conn.close()
             except OSError:

@@ -8,11 +8,13 @@ from tests.relay_support import without_queued_wakeup
 
 
 def test_wakeups_are_batched_and_every_event_is_covered(redis_client):
-    events = [f"00000000-0000-0000-0000-{n:012d}" for n in range(60)]
+    per_job = wakeup.EVENTS_PER_JOB
+    events = [f"00000000-0000-0000-0000-{n:012d}" for n in range(2 * per_job + 10)]
     woken = wakeup.enqueue(redis_client, relay_settings(), [(e, "req-1") for e in events])
     queue = Queue(relay_settings().relay_queue, connection=redis_client)
-    assert woken == 60
-    assert queue.count == 3                  # 25 + 25 + 10: rq's cost is paid per job, not per event
+    assert woken == len(events)
+    # per_job + per_job + 10: rq's cost is paid per job, not per event
+    assert [len(job.args[0]) for job in queue.jobs] == [per_job, per_job, 10]
     assert without_queued_wakeup(redis_client, relay_settings(), events + ["not-woken"]) == ["not-woken"]
 
 
