@@ -43,3 +43,4 @@ def init_app(app, settings: SecuritySettings) -> None:
     limiter = app.extensions["nexo.limiter"]
     limiter.limit(settings.api_limit_per_key, key_func=_presented_key,
                   on_breach=_breached, exempt_when=lambda: request.endpoint == "api.openapi")(bp)
+    app.extensions["nexo.rate_limited"].blueprints.add(bp.name)
