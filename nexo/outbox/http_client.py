@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from email.message import Message
 
+import certifi
 import pycurl
 
 from nexo.settings import DELIVERY_WAIT_MARGIN_S
@@ -65,6 +66,8 @@ _CURL_ERRORS = {
     pycurl.E_COULDNT_RESOLVE_HOST: ConnectError,
     pycurl.E_COULDNT_RESOLVE_PROXY: ConnectError,
     pycurl.E_COULDNT_CONNECT: ConnectError,
+    pycurl.E_SSL_CONNECT_ERROR: ConnectError,
+    pycurl.E_PEER_FAILED_VERIFICATION: ConnectError,     # the destination's certificate is not trusted
     pycurl.E_URL_MALFORMAT: ConnectError,
     pycurl.E_FTP_WEIRD_SERVER_REPLY: RemoteProtocolError,   # 8, CURLE_WEIRD_SERVER_REPLY since libcurl 7.51
     pycurl.E_PARTIAL_FILE: RemoteProtocolError,
@@ -110,6 +113,9 @@ class _Transfer:
         # typo such as file:// must fail as a transport error, not read a file.
         curl.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         curl.setopt(pycurl.NOSIGNAL, 1)     # no SIGALRM from libcurl: rq's job timeout owns that signal
+        # https destinations are verified against certifi's CA bundle (what httpx used), not a path
+        # compiled into the wheel's libcurl that a given host may not have.
+        curl.setopt(pycurl.CAINFO, certifi.where())
         deadline_ms = max(1, int(client.deadline_s * 1000))
         curl.setopt(pycurl.TIMEOUT_MS, deadline_ms)
         curl.setopt(pycurl.CONNECTTIMEOUT_MS, deadline_ms)
