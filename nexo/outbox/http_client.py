@@ -107,6 +107,7 @@ class _Transfer:
         self.result: Answer | BaseException | None = None
         self.seconds = 0.0
         self._cap = client.max_body_bytes
+        self._deadline_s = client.deadline_s
         curl = self.curl = pycurl.Curl()
         curl.setopt(pycurl.URL, url)
         # Only http(s), also after a redirect (none are followed): a destination URL is a setting, but a
@@ -139,14 +140,14 @@ class _Transfer:
         return None
 
     def finish(self, errno: int = 0, message: str = "") -> None:
-        """Turn how libcurl ended the transfer into an Answer or an exception, and close the handle."""
+        """Turn how libcurl ended the transfer into an Answer or an exception (the caller closes the handle)."""
         curl = self.curl
         self.seconds = time.monotonic() - self.started
         if errno == 0 or (errno == pycurl.E_WRITE_ERROR and self.cut):
             self.result = Answer(curl.getinfo(pycurl.RESPONSE_CODE), bytes(self.body[:self._cap]),
                                  complete=not self.cut, encoding=_charset(curl.getinfo(pycurl.CONTENT_TYPE)))
         elif errno == pycurl.E_OPERATION_TIMEDOUT:
-            self.result = DeadlineExceeded(f"sin respuesta completa en {self.seconds:.3g} s")
+            self.result = DeadlineExceeded(f"sin respuesta completa en {self._deadline_s:g} s")
         else:
             self.result = _CURL_ERRORS.get(errno, TransportError)(message or f"libcurl error {errno}")
 
