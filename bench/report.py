@@ -13,13 +13,18 @@ def _find(rows: list[dict], concurrency: int) -> dict | None:
     return next((r for r in rows if r["concurrency"] == concurrency), None)
 
 
+def _compared(results: dict) -> tuple:
+    """The rows both target tables read: pgbench's tpcb-like tps, HTTP and direct at 8, the hot SKU,
+    the relay with 2 workers, and commit → ENTREGADO with the wake-up on and 2 workers (None: not run)."""
+    return ((results.get("pgbench") or {}).get("tpcb-like", {}).get("tps"),
+            _find(results.get("http", []), 8), _find(results.get("direct", []), 8), results.get("hot_sku"),
+            next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None),
+            next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None))
+
+
 def targets(results: dict) -> list[dict]:
     """Issue 8's targets, each with its measured value and whether it is met (None: not measured)."""
-    tpcb = (results.get("pgbench") or {}).get("tpcb-like", {}).get("tps")
-    http8, direct8 = _find(results.get("http", []), 8), _find(results.get("direct", []), 8)
-    hot = results.get("hot_sku")
-    relay2 = next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None)
-    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None)
+    tpcb, http8, direct8, hot, relay2, woken = _compared(results)
 
     def ratio(row):
         return row["per_s"] / tpcb if row and tpcb else None
@@ -41,11 +46,7 @@ def targets(results: dict) -> list[dict]:
 
 def targets_round_2(results: dict) -> list[dict]:
     """Issue 14's targets (CPU per unit of work first: rates move with the machine's load, CPU much less)."""
-    tpcb = (results.get("pgbench") or {}).get("tpcb-like", {}).get("tps")
-    http8, direct8 = _find(results.get("http", []), 8), _find(results.get("direct", []), 8)
-    hot = results.get("hot_sku")
-    relay2 = next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None)
-    woken = next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None)
+    tpcb, http8, direct8, hot, relay2, woken = _compared(results)
     mixed = results.get("mixed") or None
 
     # CPU ms per unit of work, by part; {} when the phase did not run (BENCH_ONLY).
