@@ -129,7 +129,8 @@ def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float
             break          # nothing of this destination is due
         outcomes += delivered
         if ids is not None:
-            ids = [i for i in ids if str(i) not in {str(e) for e in claimed}]
+            taken = {str(e) for e in claimed}
+            ids = [i for i in ids if str(i) not in taken]
         # Grow only while answers come back: after a timeout the next batch is a single probe again.
         size = 1 if timed_out else min(2 * size, MAX_BATCH)
     return Delivered(outcomes)
