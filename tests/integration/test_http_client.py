@@ -239,3 +239,58 @@ def test_an_https_destination_is_verified_and_an_untrusted_certificate_is_refuse
     finally:
         client.close()
     assert untrusted_tls_server.requests == [], "the request went out over an unverified connection"
+
+
+_KEEP_ALIVE_SERVER = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b'{"invoice_number":"F-1"}'
+        self.send_response(201)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def _start_destination(port: int = 0):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _KEEP_ALIVE_SERVER, str(port)], stdout=subprocess.PIPE, text=True)
+    return proc, int(proc.stdout.readline())
+
+
+def test_a_kept_alive_connection_to_a_destination_killed_and_restarted_is_not_an_error():
+    """kill -9 of the destination between two requests: the cached connection is dead, the next request
+    must open a new one instead of failing (a failure would spend one of the event's attempts)."""
+    import signal
+
+    first, port = _start_destination()
+    client = HttpClient(3.0)
+    url = f"http://127.0.0.1:{port}/invoices"
+    try:
+        assert client.request("POST", url, json={"n": 1}).status == 201      # its connection stays cached
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second, _ = _start_destination(port)
+        try:
+            answers = [client.request("POST", url, json={"n": n}).status for n in range(3)]
+        finally:
+            second.kill()
+            second.wait()
+    finally:
+        client.close()
+        if first.poll() is None:
+            first.kill()
+    assert answers == [201, 201, 201]
