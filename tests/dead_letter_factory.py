@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from nexo.outbox.dead_letter import open_dead_letter
-from nexo.outbox.repository import add_event
+from nexo.outbox.repository import add_events
 
 EVENT_TYPES = {"fiscal": "billing.intent_recorded", "warehouse": "order.handoff_requested"}
 
@@ -52,8 +52,8 @@ def make_dead_letter(db, *, destination: str = "fiscal", http_status: int | None
     """One pending dead letter with its order and event; returns ids {id, event_id, order_id}."""
     with db.transaction() as tx:
         order_id = make_order(tx.conn, client=client, total_cents=total_cents)
-        event_id = add_event(tx.conn, order_id=order_id, event_type=EVENT_TYPES[destination],
-                             payload=payload or {"order_id": str(order_id), "total_cents": total_cents})
+        [event_id] = add_events(tx.conn, order_id=order_id, event_types=[EVENT_TYPES[destination]],
+                                payload=payload or {"order_id": str(order_id), "total_cents": total_cents})
         dead_letter_id = fail_event(tx.conn, event_id, destination=destination, attempts=attempts,
                                     http_status=http_status, error=error, error_class=error_class)
         tx.commit()

@@ -10,13 +10,9 @@ from nexo.outbox import registry
 from nexo.outbox.storable import storable_text
 
 
-def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None = None) -> uuid.UUID:
-    """Insert one PENDIENTE event in the caller's transaction and return its id (the Idempotency-Key)."""
-    return add_events(conn, order_id=order_id, event_types=[event_type], payload=payload, request_id=request_id)[0]
-
-
 def add_events(conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None) -> list[uuid.UUID]:
-    """Insert one PENDIENTE event per type, all with this payload, in one statement; return their ids in order."""
+    """Insert one PENDIENTE event per type, all with this payload, in one statement, in the caller's transaction;
+    return their ids (each the event's Idempotency-Key), in order."""
     event_ids = [uuid.uuid4() for _ in event_types]
     conn.execute(
         "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id)"
