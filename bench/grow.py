@@ -196,6 +196,9 @@ def load(conn, volume: Volume, report=None) -> dict[str, int]:
         if report is not None:
             report(table, counts[table], time.monotonic() - began)
     conn.execute("SET LOCAL session_replication_role = DEFAULT")
+    # The replica role also skipped the trigger that versions the client list (migration 0090): move
+    # the version here, or the web processes would keep showing the clients they had before the load.
+    conn.execute("UPDATE list_version SET version = gen_random_uuid() WHERE list = 'client'")
     return counts
 
 

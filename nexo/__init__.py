@@ -14,6 +14,7 @@ from nexo.api import setup as api_setup
 from nexo.db import Database
 from nexo.extensions import csrf, get_db, login_manager, make_redis
 from nexo.formatting import format_ars, format_duration, format_local
+from nexo.orders.client_options import ClientOptions
 from nexo.outbox.wakeup import Wakeup
 from nexo.settings import Settings
 from nexo.telemetry import metrics
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
                                          configure=form_input.refuse_control_characters)
     app.extensions["nexo.redis"] = make_redis(settings.redis_url)
     app.extensions["nexo.wakeup"] = Wakeup(app.extensions["nexo.redis"], settings)
+    app.extensions["nexo.client_options"] = ClientOptions()
 
     csrf.init_app(app)
     login_manager.init_app(app)

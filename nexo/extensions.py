@@ -28,6 +28,11 @@ def get_wakeup():
     return current_app.extensions["nexo.wakeup"]
 
 
+def get_client_options():
+    """The order form's client select of this process (nexo.orders.client_options.ClientOptions)."""
+    return current_app.extensions["nexo.client_options"]
+
+
 def make_redis(url: str) -> redis.Redis:
     """A Redis client that fails fast: Redis being down must delay events, never hang a request."""
     return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30)

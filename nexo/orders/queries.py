@@ -8,6 +8,12 @@ def clients(conn) -> list[dict]:
     return conn.execute("SELECT id, name, tier FROM client ORDER BY name").fetchall()
 
 
+def client_list_version(conn):
+    """The version of the client list the form's select shows (migration 0090); None if it has none."""
+    row = conn.execute("SELECT version FROM list_version WHERE list = 'client'").fetchone()
+    return row["version"] if row else None
+
+
 def warehouses(conn) -> list[dict]:
     """Warehouses (code and name) for the form's select."""
     return conn.execute("SELECT id, name FROM warehouse ORDER BY id").fetchall()
