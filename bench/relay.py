@@ -31,7 +31,12 @@ from nexo.settings import Settings
 
 def _reset(db, connection: redis.Redis) -> None:
     bench_data.retire_pending_events(db)
-    Queue(Settings.from_env().relay_queue, connection=connection).empty()
+    queue = Settings.from_env().relay_queue
+    Queue(queue, connection=connection).empty()
+    # Emptying the queue may delete a drain job whose flag is still up (the HTTP phases' orders rang
+    # one that no worker ran): while that flag lives (a lease), every commit-time wake-up would be
+    # skipped and the next measurement's first events would wait for it to expire.
+    wakeup.clear_pending(connection, queue)
 
 
 def _unsettled(db) -> dict:
@@ -133,8 +138,15 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
                 SELECT count(*) AS delivered,
                        percentile_cont(0.5) WITHIN GROUP (ORDER BY delivered_at - created_at) AS p50,
                        percentile_cont(0.99) WITHIN GROUP (ORDER BY delivered_at - created_at) AS p99,
-                       max(delivered_at - created_at) AS worst
-                  FROM outbox_event WHERE aggregate_id = ANY(%s) AND status = 'ENTREGADO'
+                       max(delivered_at - created_at) AS worst,
+                       -- Where a slow tail comes from: before the claim (the order's commit, the
+                       -- wake-up, the queue) or after it (the POST and the record).
+                       percentile_cont(0.99) WITHIN GROUP (ORDER BY a.started_at - e.created_at) AS p99_to_claim,
+                       percentile_cont(0.99) WITHIN GROUP (ORDER BY e.delivered_at - a.started_at) AS p99_claimed
+                  FROM outbox_event e
+                  CROSS JOIN LATERAL (SELECT started_at FROM delivery_attempt
+                                       WHERE event_id = e.id ORDER BY attempt_no DESC LIMIT 1) AS a
+                 WHERE e.aggregate_id = ANY(%s) AND e.status = 'ENTREGADO'
                 """, [order_ids]).fetchone()
     finally:
         if previous is None:
@@ -143,11 +155,13 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
             os.environ["RELAY_WAKEUP"] = previous
         for proc in procs:
             stack.stop(proc)
-    ms = {k: round(row[k].total_seconds() * 1000, 1) if row[k] is not None else None for k in ("p50", "p99", "worst")}
+    ms = {k: round(row[k].total_seconds() * 1000, 1) if row[k] is not None else None
+          for k in ("p50", "p99", "worst", "p99_to_claim", "p99_claimed")}
     return {"wakeup": "on" if wakeup_on else "off (sweeper only)", "workers": workers, "sweepers": 1,
             "orders": len(order_ids), "rate": rate, "seconds": duration_s, "late_starts": late,
             "events": 2 * len(order_ids), "delivered": row["delivered"], "failed": state["failed"],
             "undelivered": state["pending"], "p50_ms": ms["p50"], "p99_ms": ms["p99"], "max_ms": ms["worst"],
+            "p99_to_claim_ms": ms["p99_to_claim"], "p99_claimed_ms": ms["p99_claimed"],
             "sweep_interval_s": interval}
 
 
