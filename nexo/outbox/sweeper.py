@@ -3,7 +3,8 @@
 Due events are those whose wake-up was lost (Redis down when the order committed), whose backoff
 expired, or whose lease expired because a worker died mid-delivery. Each sweep, in this order:
 1. fails the events whose cycle spent its attempts without an outcome (relay.fail_spent);
-2. sends a wake-up job for each due event that no queued job covers;
+2. sends a wake-up job for each due event that no queued job covers, and clears a drain flag whose
+   job is gone (it would keep the commit-time wake-ups silent until it expired);
 3. delivers, itself, the due events whose wake-up has waited in the queue longer than a lease while
    no worker started a job either (none alive, or all stuck), and withdraws those jobs (every due
    event when one was a drain job, as that job would have); with Redis down it delivers every due event.
@@ -51,6 +52,8 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
         return SweepResult(failed=failed)
     try:
         waiting = wakeup.queued_wakeups(ring.connection, ctx.settings)
+        if wakeup.clear_unbacked_flag(ring.connection, ctx.settings, waiting):
+            log.info("sweep: a drain flag without its job was cleared; commit-time wake-ups ring again")
         stale_before = datetime.now(UTC) - timedelta(seconds=cadence.lease_s)
         stale = [w for w in waiting if w.enqueued_at < stale_before]
         if stale and wakeup.worker_seen_since(ring.connection, ctx.settings, stale_before):

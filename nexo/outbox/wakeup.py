@@ -158,6 +158,20 @@ def worker_seen_since(connection: redis.Redis, settings: Settings, since: dateti
                for w in Worker.all(connection=connection, queue=queue))
 
 
+def clear_unbacked_flag(connection: redis.Redis, settings: Settings, waiting: list[QueuedWakeup]) -> bool:
+    """Clear the drain flag when no queued drain job backs it (the sweeper); True if one was cleared.
+
+    Its job is gone without having cleared it: deleted from the queue (an operator's `rq empty`), or its
+    worker killed between taking the job and starting it. Until the flag expired (a lease), every
+    commit-time wake-up would be skipped and new events would wait for a sweep. A flag set by a
+    commit that has not enqueued its job yet may be cleared too: the next commit then rings a second
+    drain job, which finds nothing left to claim (raises redis errors).
+    """
+    if any(w.drains for w in waiting):
+        return False
+    return bool(connection.delete(pending_key(settings.relay_queue)))
+
+
 def withdraw(connection: redis.Redis, settings: Settings, wakeups: list[QueuedWakeup]) -> None:
     """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11).
 

@@ -80,3 +80,37 @@ def test_the_sweeper_leaves_a_backlog_to_live_workers_that_are_only_behind(db, r
         by = conn.execute("SELECT DISTINCT split_part(worker, '@', 1) AS role FROM delivery_attempt"
                           " WHERE event_id = ANY(%s)", [ids]).fetchall()
     assert {r["role"] for r in by} == {"worker"}, "the sweeper took events from a live worker"
+
+
+def test_a_drain_flag_whose_job_is_gone_is_cleared_by_the_next_sweep(db, redis_client, fakes, relay):
+    """A drain job deleted from the queue (or its worker killed as it took it) left its flag up."""
+    from tests.relay_fixtures import event_rows, insert_confirmed_orders, wait_until
+
+    settings = relay_settings()
+    flag = wakeup.pending_key(settings.relay_queue)
+    redis_client.set(flag, "1", ex=3600)           # far longer than the test: only a sweep can clear it
+    first = insert_confirmed_orders(db, 1)[0]
+    wakeup.request_delivery([first.fiscal_event_id], connection=redis_client, settings=settings)
+    queue = Queue(settings.relay_queue, connection=redis_client)
+    assert queue.count == 0                        # the flag silenced the commit-time wake-up
+    relay.start_workers(1)
+    [sweeper] = relay.start_sweepers(1)
+    wait_until(lambda: event_rows(db, [first.fiscal_event_id])[str(first.fiscal_event_id)]["status"] == "ENTREGADO",
+               timeout=20, interval=0.1, message="the sweeper found the event")
+    wait_until(lambda: not redis_client.exists(flag), timeout=20, interval=0.1, message="the flag was cleared")
+    # Commit-time wake-ups ring again: with the sweeper gone, only the next commit's own wake-up can
+    # deliver its event.
+    relay.stop(sweeper)
+    second = insert_confirmed_orders(db, 1)[0]
+    wakeup.request_delivery([second.fiscal_event_id], connection=redis_client, settings=settings)
+    wait_until(lambda: event_rows(db, [second.fiscal_event_id])[str(second.fiscal_event_id)]["status"] == "ENTREGADO",
+               timeout=10, interval=0.05, message="the commit-time wake-up delivered the next event")
+
+
+def test_a_queued_drain_job_keeps_its_flag(redis_client):
+    settings = relay_settings()
+    wakeup.request_delivery(["b-1", "b-2"], connection=redis_client, settings=settings)
+    waiting = wakeup.queued_wakeups(redis_client, settings)
+    assert [w.drains for w in waiting] == [True]
+    assert wakeup.clear_unbacked_flag(redis_client, settings, waiting) is False
+    assert redis_client.exists(wakeup.pending_key(settings.relay_queue))
