@@ -32,14 +32,19 @@ def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tupl
     return [_order_json(row) for row in rows], last
 
 
-def catalog(conn) -> list[dict]:
-    """The catalog items: SKU, name, list price (None: no authoritative price) and availability.
+def catalog(conn, *, text: str = "", after: str | None = None, limit: int | None = None) -> tuple[list[dict], str | None]:
+    """Catalog items (SKU, name, list price or None, availability) by SKU, and the last SKU when more follow.
 
-    Every product, as CONTRACT.md has it (the order form's SKU lookup with `limit=None`: LIMIT NULL is
-    no limit). With tens of thousands of SKUs this wants the lookup's prefix and pages (issue 14).
+    The order form's SKU lookup: `text` a prefix of the SKU or of the name's first word, `after` a
+    SKU to start past. Without `limit` every matching product, as CONTRACT.md has it; with tens of
+    thousands of SKUs that is megabytes (4.7 MB and 0.5 s of CPU for 50,000), so integrations page.
     """
-    return [{"sku": row["sku"], "name": row["name"], "price_cents": row["price_cents"],
-             "available": dict(row["available"])} for row in order_queries.find_skus(conn, "", limit=None)]
+    rows = order_queries.find_skus(conn, text, limit=None if limit is None else limit + 1, after=after)
+    more = limit is not None and len(rows) > limit
+    rows = rows[:limit] if more else rows
+    items = [{"sku": row["sku"], "name": row["name"], "price_cents": row["price_cents"],
+              "available": dict(row["available"])} for row in rows]
+    return items, rows[-1]["sku"] if more else None
 
 
 def _order_json(row: dict) -> dict:

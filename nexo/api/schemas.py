@@ -82,6 +82,15 @@ class OrderPage(BaseModel):
     next_cursor: str | None
 
 
+class CatalogQuery(BaseModel):
+    """GET /api/v1/catalog query, all optional: without `limit`, every product (CONTRACT.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    q: Annotated[str, Field(max_length=40)] | None = None          # a prefix of the SKU or of the name
+    limit: Annotated[int, Field(ge=1, le=500)] | None = None
+    cursor: Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9_-]*$")] | None = None
+
+
 class CatalogItem(BaseModel):
     """A product, its list price (null: no authoritative price, RN-03) and units available per warehouse."""
 
@@ -92,9 +101,10 @@ class CatalogItem(BaseModel):
 
 
 class Catalog(BaseModel):
-    """GET /api/v1/catalog."""
+    """GET /api/v1/catalog; next_cursor is null unless `limit` cut the list short."""
 
     items: list[CatalogItem]
+    next_cursor: str | None = None
 
 
 class Problem(BaseModel):

@@ -13,7 +13,7 @@ from flask import Blueprint, current_app, g, request
 from nexo.api import keys, problems, read_models
 from nexo.api.http import json_response
 from nexo.api.problems import ApiProblem
-from nexo.api.schemas import Catalog, OrderIn, OrderOut, OrderPage, OrdersQuery, Problem
+from nexo.api.schemas import Catalog, CatalogQuery, OrderIn, OrderOut, OrderPage, OrdersQuery, Problem
 from nexo.api.spec import api_spec, document, responses
 from nexo.api.submit import submit_order
 from nexo.extensions import csrf, get_db
@@ -122,11 +122,18 @@ def list_orders():
 
 
 @bp.get("/catalog")
-@api_spec.validate(resp=responses(HTTP_200=Catalog), tags=["catalog"])
+@api_spec.validate(query=CatalogQuery, resp=responses(HTTP_200=Catalog, HTTP_400=Problem), tags=["catalog"])
 def catalog():
-    """Every product with its server price (null: none, orders of it are refused) and units available."""
+    """Products by SKU with their server price (null: none, orders of it are refused) and units available.
+
+    Every product by default. `q` keeps those whose SKU or name starts with it; `limit` pages (pass
+    `next_cursor` as `cursor`, with the same `q`, for the next page).
+    """
+    query: CatalogQuery = request.context.query
+    after = _decode_sku_cursor(query.cursor) if query.cursor else None
     with get_db().reading() as conn:
-        return json_response({"items": read_models.catalog(conn)})
+        items, last = read_models.catalog(conn, text=query.q or "", after=after, limit=query.limit)
+    return json_response({"items": items, "next_cursor": _encode_sku_cursor(last) if last else None})
 
 
 @bp.get("/openapi.json")
@@ -143,6 +150,21 @@ def _encode_cursor(last: tuple) -> str:
     created_at, order_id = last
     raw = json.dumps([created_at.isoformat(), str(order_id)]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _encode_sku_cursor(sku: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps(["sku", sku]).encode()).decode().rstrip("=")
+
+
+def _decode_sku_cursor(cursor: str) -> str:
+    try:
+        tag, sku = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if tag == "sku" and isinstance(sku, str):
+            return sku
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise ApiProblem("invalid_request", "Unknown cursor: pass next_cursor from the previous page as is.",
+                     errors={"cursor": ["Not a cursor this API issued."]})
 
 
 def _decode_cursor(cursor: str) -> tuple:

@@ -20,13 +20,13 @@ def warehouses(conn) -> list[dict]:
 
 
 # A catalog row: the product, its server price (None: no authoritative price, RN-03) and what is
-# available in each warehouse now.
+# available in each warehouse now. Both are looked up per row found (a page, at most a few hundred):
+# joined, a page of 50 was enough for the planner to read the whole price list (test_query_plans.py).
 _CATALOG_ROW = """
-    SELECT p.sku, p.name, pl.price_cents,
+    SELECT p.sku, p.name, (SELECT pl.price_cents FROM price_list pl WHERE pl.product_id = p.id) AS price_cents,
            coalesce((SELECT jsonb_object_agg(s.warehouse_id, s.on_hand - s.reserved)
                        FROM stock_level s WHERE s.product_id = p.id), '{}'::jsonb) AS available
       FROM found p
-      LEFT JOIN price_list pl ON pl.product_id = p.id
      ORDER BY p.sku
 """
 
@@ -36,25 +36,28 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def find_skus(conn, text: str, *, limit: int, offset: int = 0) -> list[dict]:
+def find_skus(conn, text: str, *, limit: int | None, offset: int = 0, after: str | None = None) -> list[dict]:
     """Catalog rows whose SKU, or the first word of whose name, starts with text; by SKU, one page.
 
     Both prefixes are index ranges (migration 0080): a lookup reads the matching SKUs up to its page,
     not the catalog, so a narrow prefix costs the same with 50 or 50,000 SKUs (a one-letter prefix
-    reads every match before its OFFSET). Empty text: the catalog from its first SKU.
+    reads every match before its OFFSET). Empty text: the catalog from its first SKU. `after` starts
+    past that SKU (the API's cursor: no OFFSET to read through); `limit` None is no limit.
     """
     text = text.strip()
+    # A plain range when there is a cursor: "IS NULL OR sku > …" would walk the index from its start.
+    past = "AND sku > %(after)s" if after is not None else ""
     if not text:
-        found = "SELECT id, sku, name FROM product ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"
+        found = f"SELECT id, sku, name FROM product WHERE true {past} ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"
     else:
-        found = """
-            SELECT id, sku, name FROM product WHERE sku LIKE %(sku)s
+        found = f"""
+            SELECT id, sku, name FROM product WHERE sku LIKE %(sku)s {past}
              UNION
-            SELECT id, sku, name FROM product WHERE lower(name) LIKE %(name)s
+            SELECT id, sku, name FROM product WHERE lower(name) LIKE %(name)s {past}
              ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"""
     return conn.execute(f"WITH found AS ({found}) {_CATALOG_ROW}",
                         {"sku": _like_prefix(text.upper()), "name": _like_prefix(text.lower()),
-                         "limit": limit, "offset": offset}).fetchall()
+                         "limit": limit, "offset": offset, "after": after}).fetchall()
 
 
 def catalog_of(conn, skus: list[str]) -> list[dict]:

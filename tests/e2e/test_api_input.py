@@ -105,3 +105,32 @@ def test_the_catalog_lists_prices_and_availability_per_warehouse(live_server, db
     items = {i["sku"]: i for i in Api(live_server, new_key(db)).call("get", "/api/v1/catalog").json()["items"]}
     assert items["COR-118"]["price_cents"] == 1250000 and items["COR-118"]["available"]["CEN"] == 1
     assert items["PRC-000"]["price_cents"] is None
+
+
+def test_the_catalog_pages_and_filters_for_big_catalogs_and_lists_everything_by_default(live_server, db):
+    with db.transaction() as tx:
+        tx.execute("""
+            WITH p AS (INSERT INTO product (sku, name)
+                       SELECT 'LOT-' || lpad(n::text, 5, '0'), 'Lote de prueba ' || n FROM generate_series(1, 45) AS n
+                       RETURNING id)
+            INSERT INTO stock_level (product_id, warehouse_id, on_hand) SELECT id, 'CEN', 5 FROM p""")
+        everything = tx.execute("SELECT sku FROM product ORDER BY sku").fetchall()
+        tx.commit()
+    api = Api(live_server, new_key(db))
+    whole = api.call("get", "/api/v1/catalog").json()
+    assert [i["sku"] for i in whole["items"]] == [r["sku"] for r in everything] and whole["next_cursor"] is None
+
+    pages, cursor = [], None
+    while True:
+        page = api.call("get", "/api/v1/catalog?q=lot&limit=20" + (f"&cursor={cursor}" if cursor else "")).json()
+        pages.append([i["sku"] for i in page["items"]])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [20, 20, 5]
+    assert sum(pages, []) == [f"LOT-{n:05d}" for n in range(1, 46)]
+    # A prefix of the name's first word finds too ("Cable unipolar …" is CAB-045), as on the form.
+    assert [i["sku"] for i in api.call("get", "/api/v1/catalog?q=cable").json()["items"]] == ["CAB-045"]
+    for query in ("limit=0", "limit=501", "cursor=bm9wZQ", "cursor=WzEsMl0", "q=" + "x" * 41, "sort=sku"):
+        response = api.call("get", f"/api/v1/catalog?{query}")
+        assert response.status_code == 400 and response.json()["reason"] == "invalid_request", query
