@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import uuid
 from datetime import datetime
@@ -146,31 +145,45 @@ def openapi():
     return json_response(doc)
 
 
+# Cursors are opaque to clients: base64url of a small JSON array. Orders page by (created_at, id),
+# the catalog by SKU; a cursor of one list is refused by the other.
+
 def _encode_cursor(last: tuple) -> str:
     created_at, order_id = last
-    raw = json.dumps([created_at.isoformat(), str(order_id)]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _encode_sku_cursor(sku: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps(["sku", sku]).encode()).decode().rstrip("=")
-
-
-def _decode_sku_cursor(cursor: str) -> str:
-    try:
-        tag, sku = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if tag == "sku" and isinstance(sku, str):
-            return sku
-    except (ValueError, TypeError, binascii.Error):
-        pass
-    raise ApiProblem("invalid_request", "Unknown cursor: pass next_cursor from the previous page as is.",
-                     errors={"cursor": ["Not a cursor this API issued."]})
+    return _opaque([created_at.isoformat(), str(order_id)])
 
 
 def _decode_cursor(cursor: str) -> tuple:
     try:
-        created_at, order_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        created_at, order_id = _unwrap(cursor)
         return datetime.fromisoformat(created_at), uuid.UUID(order_id)
-    except (ValueError, TypeError, binascii.Error):
-        raise ApiProblem("invalid_request", "Unknown cursor: pass next_cursor from the previous page as is.",
-                         errors={"cursor": ["Not a cursor this API issued."]}) from None
+    except (ValueError, TypeError, AttributeError):
+        raise _unknown_cursor() from None
+
+
+def _encode_sku_cursor(sku: str) -> str:
+    return _opaque(["sku", sku])
+
+
+def _decode_sku_cursor(cursor: str) -> str:
+    try:
+        tag, sku = _unwrap(cursor)
+    except (ValueError, TypeError):
+        raise _unknown_cursor() from None
+    if tag != "sku" or not isinstance(sku, str):
+        raise _unknown_cursor()
+    return sku
+
+
+def _opaque(values: list) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
+
+
+def _unwrap(cursor: str):
+    # Raises ValueError for what is not base64 (binascii.Error is one) or not JSON.
+    return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+
+
+def _unknown_cursor() -> ApiProblem:
+    return ApiProblem("invalid_request", "Unknown cursor: pass next_cursor from the previous page as is.",
+                      errors={"cursor": ["Not a cursor this API issued."]})

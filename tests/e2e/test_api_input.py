@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -96,7 +97,10 @@ def test_my_orders_come_newest_first_in_keyset_pages_with_a_status_filter(live_s
     assert seen == [pending["id"], *reversed(created)]
     only = api.call("get", "/api/v1/orders?status=PENDIENTE_AUTORIZACION").json()
     assert [o["id"] for o in only["orders"]] == [pending["id"]] and only["next_cursor"] is None
-    for query in ("limit=0", "limit=101", "status=PERDIDO", "cursor=bm9wZQ"):
+    # Forged cursors: not JSON, a catalog cursor, and a well-formed pair of the wrong types (a 500 once).
+    forged = [base64.urlsafe_b64encode(json.dumps(v).encode()).decode().rstrip("=")
+              for v in (["sku", "COR-118"], ["2026-01-01T00:00:00", 5], [1, 2])]
+    for query in ("limit=0", "limit=101", "status=PERDIDO", "cursor=bm9wZQ", *(f"cursor={c}" for c in forged)):
         response = api.call("get", f"/api/v1/orders?{query}")
         assert response.status_code == 400 and response.json()["reason"] == "invalid_request", query
 
