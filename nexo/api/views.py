@@ -130,7 +130,7 @@ def catalog():
     """
     query: CatalogQuery = request.context.query
     after = _decode_sku_cursor(query.cursor) if query.cursor else None
-    with get_db().reading() as conn:
+    with get_db().reading_one() as conn:       # one statement: no BEGIN, no ROLLBACK
         items, last = read_models.catalog(conn, text=query.q or "", after=after, limit=query.limit)
     return json_response({"items": items, "next_cursor": _encode_sku_cursor(last) if last else None})
 
