@@ -64,14 +64,25 @@ def main() -> int:
     # The API's per-key rate limit (a security setting) would otherwise be what phase (3b) measures.
     os.environ.setdefault("API_RATE_LIMIT", "1000000 per minute")
     durable = machine.make_durable(database_url)
-    results: dict = {"started_at": datetime.now().isoformat(timespec="seconds"), "scale": asdict(scale),
-                     "machine": machine.describe(database_url, redis_url), "durability_restored": durable}
+    results: dict = {
+        "started_at": datetime.now().isoformat(timespec="seconds"),
+        "scale": asdict(scale),
+        "machine": machine.describe(database_url, redis_url),
+        "durability_restored": durable,
+    }
     say(f"scale {scale.name}; phases {', '.join(sorted(phases))}; fsync {results['machine']['pg_settings']['fsync']}")
     db = Database(database_url, max_size=4, timeout_s=30, name="bench")
-    data = bench_data.load(db, clients=scale.clients, skus=scale.skus, salespeople=scale.buyers,
-                           password=os.environ.get("NEXO_DEMO_PASSWORD", "nexo-demo"))
-    say(f"data: the Nexo morning + {scale.clients} clients with huge credit, {scale.skus} SKUs with huge stock,"
-        f" {scale.buyers} salespeople")
+    data = bench_data.load(
+        db,
+        clients=scale.clients,
+        skus=scale.skus,
+        salespeople=scale.buyers,
+        password=os.environ.get("NEXO_DEMO_PASSWORD", "nexo-demo"),
+    )
+    say(
+        f"data: the Nexo morning + {scale.clients} clients with huge credit, {scale.skus} SKUs with huge stock,"
+        f" {scale.buyers} salespeople"
+    )
     run = Run(scale, database_url, redis_url, db, data, Stack(dict(os.environ)), results)
     with contextlib.ExitStack() as closing:
         closing.callback(db.close)
@@ -79,8 +90,13 @@ def main() -> int:
         anchor = closing.enter_context(pgbench.anchor(database_url, scale.pgbench_scale)) if "pgbench" in phases else None
         if anchor is not None:
             say(f"(1) pgbench tpcb-like and simple-update, {scale.pgbench_s} s each")
-            results["pgbench"] = {"clients": 8, "threads": 2, "scale": scale.pgbench_scale, "seconds": scale.pgbench_s,
-                                  **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")}}
+            results["pgbench"] = {
+                "clients": 8,
+                "threads": 2,
+                "scale": scale.pgbench_scale,
+                "seconds": scale.pgbench_s,
+                **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")},
+            }
         if "direct" in phases:
             _direct(run)
         if phases & {"http", "api", "hot"}:
@@ -116,15 +132,17 @@ def _direct(run: Run) -> None:
         say(f"(2) create_order direct, {n} thread(s), {scale.entry_s:g} s")
         with profile.maybe(f"direct-x{n}", [os.getpid()], n == 8):
             meter = CpuMeter(run.database_url, run.redis_url, include_self="create_order (bench process)")
-            results["direct"].append(order_entry.direct(run.database_url, run.data, n, scale.entry_s,
-                                                        scale.warmup_s, meter).as_dict())
+            results["direct"].append(
+                order_entry.direct(run.database_url, run.data, n, scale.entry_s, scale.warmup_s, meter).as_dict()
+            )
     # Diagnostic: the same 8 threads with the commit-time wake-up switched off, to price the wake-up.
     say(f"(2) diagnostic: create_order direct, 8 threads, RELAY_WAKEUP=off, {scale.entry_s:g} s")
     os.environ["RELAY_WAKEUP"] = "off"
     try:
         meter = CpuMeter(run.database_url, run.redis_url, include_self="create_order (bench process)")
-        results["direct_without_wakeup"] = order_entry.direct(run.database_url, run.data, 8, scale.entry_s,
-                                                              scale.warmup_s, meter).as_dict()
+        results["direct_without_wakeup"] = order_entry.direct(
+            run.database_url, run.data, 8, scale.entry_s, scale.warmup_s, meter
+        ).as_dict()
     finally:
         os.environ.pop("RELAY_WAKEUP", None)
 
@@ -133,31 +151,27 @@ def _web(run: Run, phases: set[str]) -> None:
     scale, results, stack = run.scale, run.results, run.stack
     results["web"] = web_shape(stack.env)
     url = stack.start_web()
-    people = log_in_all(url, run.data.usernames[:scale.buyers], run.data.password) if phases & {"http", "hot"} else []
+    people = log_in_all(url, run.data.usernames[: scale.buyers], run.data.password) if phases & {"http", "hot"} else []
     if "http" in phases:
         results["http"] = []
         for n in CONCURRENCY:
             say(f"(3) HTTP order form, {n} client(s), {scale.entry_s:g} s")
             with profile.maybe(f"http-x{n}", [stack.web.pid], n == 8):
-                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]},
-                                 include_self="load generator")
-                results["http"].append(order_entry.http(people, run.data, n, scale.entry_s, scale.warmup_s,
-                                                        meter).as_dict())
+                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
+                results["http"].append(order_entry.http(people, run.data, n, scale.entry_s, scale.warmup_s, meter).as_dict())
     if "api" in phases:
         results["api"] = []
-        apps = integrations(run.db, url, run.data.usernames[:max(CONCURRENCY)])
+        apps = integrations(run.db, url, run.data.usernames[: max(CONCURRENCY)])
         for n in CONCURRENCY:
             say(f"(3b) HTTP Orders API, {n} client(s), {scale.entry_s:g} s")
             with profile.maybe(f"api-x{n}", [stack.web.pid], n == 8):
-                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]},
-                                 include_self="load generator")
-                results["api"].append(order_entry.api(apps, run.data, n, scale.entry_s, scale.warmup_s,
-                                                      meter).as_dict())
+                meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
+                results["api"].append(order_entry.api(apps, run.data, n, scale.entry_s, scale.warmup_s, meter).as_dict())
     if "hot" in phases:
         say(f"(4) hot SKU: {scale.buyers} buyers of one unit")
         meter = CpuMeter(run.database_url, run.redis_url, {"gunicorn": [stack.web.pid]}, include_self="load generator")
         results["hot_sku"] = hot_sku.run(run.db, people, run.data, meter)
-    stack.stop(stack.web)              # the web tier takes no part in the relay figures
+    stack.stop(stack.web)  # the web tier takes no part in the relay figures
 
 
 def _relay(run: Run) -> None:
@@ -167,17 +181,24 @@ def _relay(run: Run) -> None:
     results["relay_throughput"] = []
     for n in RELAY_WORKERS:
         say(f"(5) relay throughput, {n} worker(s), {scale.relay_events} events")
-        results["relay_throughput"].append(relay.throughput(stack, db, connection, data, n, scale.relay_events,
-                                                            profile_default=n == 2))
+        results["relay_throughput"].append(
+            relay.throughput(stack, db, connection, data, n, scale.relay_events, profile_default=n == 2)
+        )
     say(f"(5) diagnostic: 2 delivery loops without RQ (sweeper.deliver_here), {scale.relay_events} events")
     results["relay_without_rq"] = relay.drain_throughput(stack, db, connection, data, 2, scale.relay_events)
     results["relay_latency"] = []
     # make run's shape (two workers, one sweeper: scripts/stack.py) with and without the wake-up; then one worker.
     for on, workers in ((True, 2), (False, 2), (True, 1)):
-        say(f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"
-            f" wake-up {'on' if on else 'off (sweeper only)'}, {workers} worker(s)")
-        results["relay_latency"].append(relay.latency(stack, db, connection, data, wakeup_on=on, workers=workers,
-                                                      rate=scale.latency_rate, duration_s=scale.latency_s))
+        say(
+            f"(5) commit → ENTREGADO at {scale.latency_rate:g} orders/s for {scale.latency_s:g} s,"
+            f" wake-up {'on' if on else 'off (sweeper only)'}, {workers} worker(s)"
+        )
+        results["relay_latency"].append(
+            relay.latency(
+                stack, db, connection, data, wakeup_on=on, workers=workers, rate=scale.latency_rate, duration_s=scale.latency_s
+            )
+        )
+
 
 if __name__ == "__main__":
     sys.exit(main())

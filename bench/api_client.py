@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from nexo.api import keys
 
-IDLE_S = 1.0                  # gunicorn closes idle keep-alive connections after 2 s: reconnect before that
+IDLE_S = 1.0  # gunicorn closes idle keep-alive connections after 2 s: reconnect before that
 
 
 class Integration:
@@ -32,10 +32,14 @@ class Integration:
             if self._conn is not None:
                 self._conn.close()
             self._conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        body = json.dumps({"client_id": str(client_id), "deposit_id": warehouse,
-                           "lines": [{"sku": sku, "quantity": q} for sku, q in lines]})
-        headers = {"Authorization": f"Bearer {self.key}", "Idempotency-Key": str(uuid.uuid4()),
-                   "Content-Type": "application/json"}
+        body = json.dumps(
+            {"client_id": str(client_id), "deposit_id": warehouse, "lines": [{"sku": sku, "quantity": q} for sku, q in lines]}
+        )
+        headers = {
+            "Authorization": f"Bearer {self.key}",
+            "Idempotency-Key": str(uuid.uuid4()),
+            "Content-Type": "application/json",
+        }
         try:
             self._conn.request("POST", "/api/v1/orders", body=body, headers=headers)
             response = self._conn.getresponse()
@@ -50,5 +54,7 @@ class Integration:
 
 def integrations(db, base_url: str, usernames: list[str]) -> list[Integration]:
     """One API key (created through nexo.api.keys, as `flask apikeys create` does) per bench salesperson."""
-    return [Integration(base_url, keys.create_key(db, name=f"bench-{name}-{uuid.uuid4().hex[:6]}", username=name,
-                                                  actor="bench")) for name in usernames]
+    return [
+        Integration(base_url, keys.create_key(db, name=f"bench-{name}-{uuid.uuid4().hex[:6]}", username=name, actor="bench"))
+        for name in usernames
+    ]

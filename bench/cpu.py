@@ -22,7 +22,7 @@ def _stat(pid: int) -> list[str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return text.rsplit(")", 1)[1].split()      # fields after the command name, starting at "state"
+    return text.rsplit(")", 1)[1].split()  # fields after the command name, starting at "state"
 
 
 def _children(pid: int) -> list[int]:
@@ -49,7 +49,7 @@ def postmaster_pid(database_url: str) -> int | None:
     """The local postmaster's pid (the parent of a backend), or None when the server is not on this host."""
     with psycopg.connect(database_url) as conn:
         backend = conn.info.backend_pid
-        fields = _stat(backend)                # read while the backend still exists
+        fields = _stat(backend)  # read while the backend still exists
         if fields is None or "postgres" not in Path(f"/proc/{backend}/comm").read_text():
             return None
         return int(fields[1])
@@ -58,8 +58,9 @@ def postmaster_pid(database_url: str) -> int | None:
 class CpuMeter:
     """CPU seconds of named process trees, this process, Postgres and Redis between start() and stop()."""
 
-    def __init__(self, database_url: str, redis_url: str, trees: dict[str, list[int]] | None = None,
-                 include_self: str | None = None):
+    def __init__(
+        self, database_url: str, redis_url: str, trees: dict[str, list[int]] | None = None, include_self: str | None = None
+    ):
         self.redis = redis.Redis.from_url(redis_url)
         self.trees = dict(trees or {})
         postmaster = postmaster_pid(database_url)

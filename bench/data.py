@@ -19,9 +19,9 @@ from nexo import demo
 from nexo.auth.service import create_user
 
 WAREHOUSE = "CEN"
-PRICE_CENTS = 10_000                         # ARS 100.00 per unit
-HUGE_CREDIT_CENTS = 10**15                   # no bench order ever waits for the credit officer
-HUGE_STOCK = 1_000_000_000                   # fits stock_level's integer columns, never runs out
+PRICE_CENTS = 10_000  # ARS 100.00 per unit
+HUGE_CREDIT_CENTS = 10**15  # no bench order ever waits for the credit officer
+HUGE_STOCK = 1_000_000_000  # fits stock_level's integer columns, never runs out
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,19 @@ def load(db, *, clients: int, skus: int, salespeople: int, password: str) -> Ben
             client_rows = [(f"Cliente bench {i:03d}", HUGE_CREDIT_CENTS) for i in range(clients)]
             cur.executemany("INSERT INTO client (name, tier, credit_limit_cents) VALUES (%s, 'REGULAR', %s)", client_rows)
             sku_names = [f"BEN-{i:04d}" for i in range(skus)]
-            cur.executemany("INSERT INTO product (sku, name) VALUES (%s, %s)",
-                            [(sku, f"Artículo de banco {sku}") for sku in sku_names])
-        conn.execute("INSERT INTO price_list (product_id, price_cents) SELECT id, %s FROM product WHERE sku LIKE 'BEN-%%'",
-                     [PRICE_CENTS])
-        conn.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) SELECT id, %s, %s FROM product"
-                     " WHERE sku LIKE 'BEN-%%'", [WAREHOUSE, HUGE_STOCK])
-        client_ids = [r["id"] for r in conn.execute(
-            "SELECT id FROM client WHERE name LIKE 'Cliente bench %' ORDER BY name").fetchall()]
+            cur.executemany(
+                "INSERT INTO product (sku, name) VALUES (%s, %s)", [(sku, f"Artículo de banco {sku}") for sku in sku_names]
+            )
+        conn.execute(
+            "INSERT INTO price_list (product_id, price_cents) SELECT id, %s FROM product WHERE sku LIKE 'BEN-%%'", [PRICE_CENTS]
+        )
+        conn.execute(
+            "INSERT INTO stock_level (product_id, warehouse_id, on_hand) SELECT id, %s, %s FROM product WHERE sku LIKE 'BEN-%%'",
+            [WAREHOUSE, HUGE_STOCK],
+        )
+        client_ids = [
+            r["id"] for r in conn.execute("SELECT id FROM client WHERE name LIKE 'Cliente bench %' ORDER BY name").fetchall()
+        ]
         usernames = [f"bench{i:02d}" for i in range(salespeople)]
         ids = [create_user(conn, name, f"Vendedor de banco {name[5:]}", password_hash, ["ventas"]) for name in usernames]
         tx.commit()
@@ -69,8 +74,9 @@ def add_hot_sku(db) -> str:
     """A new SKU with exactly one unit in CEN, for the hot-SKU buyers; returns the SKU."""
     sku = f"HOT-{uuid.uuid4().hex[:6].upper()}"
     with db.transaction() as tx:
-        product_id = tx.execute("INSERT INTO product (sku, name) VALUES (%s, 'La última unidad') RETURNING id",
-                                [sku]).fetchone()["id"]
+        product_id = tx.execute("INSERT INTO product (sku, name) VALUES (%s, 'La última unidad') RETURNING id", [sku]).fetchone()[
+            "id"
+        ]
         tx.execute("INSERT INTO price_list (product_id, price_cents) VALUES (%s, %s)", [product_id, PRICE_CENTS])
         tx.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, %s, 1)", [product_id, WAREHOUSE])
         tx.commit()
@@ -83,7 +89,8 @@ def hot_sku_state(db, sku: str) -> dict:
         return conn.execute(
             "SELECT s.on_hand, s.reserved, (SELECT count(*) FROM stock_reservation r WHERE r.product_id = p.id) AS orders"
             " FROM product p JOIN stock_level s ON s.product_id = p.id AND s.warehouse_id = %s WHERE p.sku = %s",
-            [WAREHOUSE, sku]).fetchone()
+            [WAREHOUSE, sku],
+        ).fetchone()
 
 
 def retire_pending_events(db) -> int:
@@ -101,8 +108,9 @@ def insert_confirmed_orders(db, data: BenchData, count: int) -> list[uuid.UUID]:
     """`count` CONFIRMADO 2-line orders with their two PENDIENTE events each, by plain SQL; returns the event ids."""
     rng = random.Random(count)
     with db.transaction() as tx:
-        products = {r["sku"]: r["id"] for r in tx.execute(
-            "SELECT sku, id FROM product WHERE sku = ANY(%s)", [data.skus]).fetchall()}
+        products = {
+            r["sku"]: r["id"] for r in tx.execute("SELECT sku, id FROM product WHERE sku = ANY(%s)", [data.skus]).fetchall()
+        }
         orders, lines, events = [], [], []
         for i in range(count):
             order_id, client_id = uuid.uuid4(), data.client_ids[i % len(data.client_ids)]
@@ -111,20 +119,34 @@ def insert_confirmed_orders(db, data: BenchData, count: int) -> list[uuid.UUID]:
             orders.append((order_id, client_id, data.salesperson_ids[0], total))
             lines += [(order_id, products[sku], sku, q, PRICE_CENTS) for sku, q in picked]
             # The same payload shape create_order writes (nexo.orders.service._event_payload).
-            payload = Jsonb({"order_id": str(order_id), "warehouse_id": WAREHOUSE, "currency": "ARS",
-                             "client": {"id": str(client_id), "name": "Cliente bench", "tier": "REGULAR"},
-                             "lines": [{"sku": sku, "quantity": q, "unit_price_cents": PRICE_CENTS,
-                                        "amount_cents": q * PRICE_CENTS} for sku, q in picked],
-                             "total_cents": total})
+            payload = Jsonb(
+                {
+                    "order_id": str(order_id),
+                    "warehouse_id": WAREHOUSE,
+                    "currency": "ARS",
+                    "client": {"id": str(client_id), "name": "Cliente bench", "tier": "REGULAR"},
+                    "lines": [
+                        {"sku": sku, "quantity": q, "unit_price_cents": PRICE_CENTS, "amount_cents": q * PRICE_CENTS}
+                        for sku, q in picked
+                    ],
+                    "total_cents": total,
+                }
+            )
             events.append((uuid.uuid4(), order_id, "billing.intent_recorded", "fiscal", payload))
             events.append((uuid.uuid4(), order_id, "order.handoff_requested", "warehouse", payload))
         with tx.conn.cursor() as cur:
-            cur.executemany("INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,"
-                            " billing_status) VALUES (%s, %s, 'CEN', %s, 'CONFIRMADO', %s, 'PENDIENTE_FACTURACION')",
-                            orders)
-            cur.executemany("INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)"
-                            " VALUES (%s, %s, %s, %s, %s)", lines)
-            cur.executemany("INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload)"
-                            " VALUES (%s, %s, %s, %s, %s)", events)
+            cur.executemany(
+                "INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,"
+                " billing_status) VALUES (%s, %s, 'CEN', %s, 'CONFIRMADO', %s, 'PENDIENTE_FACTURACION')",
+                orders,
+            )
+            cur.executemany(
+                "INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents) VALUES (%s, %s, %s, %s, %s)",
+                lines,
+            )
+            cur.executemany(
+                "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload) VALUES (%s, %s, %s, %s, %s)",
+                events,
+            )
         tx.commit()
     return [e[0] for e in events]

@@ -18,11 +18,11 @@ from nexo.settings import Settings
 def main() -> int:
     """Set up (pool, HTTP session), wait for the go line, deliver until nothing is due; print count and CPU s."""
     ctx = relay.build_context(Settings.from_env(), "bench-drain")
-    with ctx.db.reading() as conn:                 # open the pool's connection before the clock starts
+    with ctx.db.reading() as conn:  # open the pool's connection before the clock starts
         conn.execute("SELECT 1")
     print("ready", flush=True)
     sys.stdin.readline()
-    cpu = time.process_time()              # start-up (imports, pool) is not the delivery's cost
+    cpu = time.process_time()  # start-up (imports, pool) is not the delivery's cost
     delivered = sweeper.deliver_here(ctx, budget_s=600)
     print(delivered, round(time.process_time() - cpu, 3), flush=True)
     return 0

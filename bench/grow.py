@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPAN = "3 years"                     # the orders' created_at are spread evenly over this span
-PENDING_DEAD_LETTERS = 100           # the newest dead letters still wait for a decision
-FAILED_ATTEMPTS = 8                  # attempts of an event that reached FALLIDO (RELAY_MAX_ATTEMPTS' default)
+SPAN = "3 years"  # the orders' created_at are spread evenly over this span
+PENDING_DEAD_LETTERS = 100  # the newest dead letters still wait for a decision
+FAILED_ATTEMPTS = 8  # attempts of an event that reached FALLIDO (RELAY_MAX_ATTEMPTS' default)
 
 
 @dataclass(frozen=True)
@@ -45,36 +45,52 @@ CLIENT, PRODUCT, ORDER, KEY, EVENT = 1, 2, 3, 4, 5
 # and the span; i is the order number (1 = the oldest), k the line or event number within it (0, 1).
 _ORDER_AT = "now() - %(span)s::interval * (1 - i::float8 / %(orders)s)"
 _PRODUCT_N = "(1 + (i * 31 + {k} * 17) %% %(skus)s)"
-_PRICE = "(10000 + ({p} %% 97) * 500)"                            # the price list's formula, below
-_STATUS = ("CASE WHEN i %% 500 = 0 THEN 'RECHAZADO'"
-           " WHEN i > %(orders)s - 140 AND i %% 7 = 0 THEN 'PENDIENTE_AUTORIZACION' ELSE 'CONFIRMADO' END")
+_PRICE = "(10000 + ({p} %% 97) * 500)"  # the price list's formula, below
+_STATUS = (
+    "CASE WHEN i %% 500 = 0 THEN 'RECHAZADO'"
+    " WHEN i > %(orders)s - 140 AND i %% 7 = 0 THEN 'PENDIENTE_AUTORIZACION' ELSE 'CONFIRMADO' END"
+)
 _DEAD = "(i %% %(step)s = 3 %% %(step)s AND i %% 500 <> 0 AND NOT (i > %(orders)s - 140 AND i %% 7 = 0))"
-_DEAD_K = "((i / %(step)s) %% 2)"                                 # which of the two events failed
-_DISCARDED = "((i / %(step)s) %% 5 = 0)"                          # one dead letter in five was discarded
+_DEAD_K = "((i / %(step)s) %% 2)"  # which of the two events failed
+_DISCARDED = "((i / %(step)s) %% 5 = 0)"  # one dead letter in five was discarded
 
 STATEMENTS = [
-    ("client", f"""
+    (
+        "client",
+        f"""
         INSERT INTO client (id, name, tier, credit_limit_cents)
-        SELECT {_uuid(CLIENT, 'n')}, 'Cliente ' || lpad(n::text, 5, '0') || ' ' ||
+        SELECT {_uuid(CLIENT, "n")}, 'Cliente ' || lpad(n::text, 5, '0') || ' ' ||
                (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
                CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000
-          FROM generate_series(1, %(clients)s) AS n"""),
-    ("product", f"""
+          FROM generate_series(1, %(clients)s) AS n""",
+    ),
+    (
+        "product",
+        f"""
         INSERT INTO product (id, sku, name)
-        SELECT {_uuid(PRODUCT, 'n')}, 'GRW-' || lpad(n::text, 6, '0'),
+        SELECT {_uuid(PRODUCT, "n")}, 'GRW-' || lpad(n::text, 6, '0'),
                (ARRAY['Tornillo', 'Cable', 'Caño', 'Codo', 'Llave', 'Cemento', 'Pintura', 'Tuerca', 'Bisagra',
                       'Cerámica'])[1 + n %% 10] || ' modelo ' || n
-          FROM generate_series(1, %(skus)s) AS n"""),
-    ("price_list", f"""
+          FROM generate_series(1, %(skus)s) AS n""",
+    ),
+    (
+        "price_list",
+        f"""
         INSERT INTO price_list (product_id, price_cents)
-        SELECT {_uuid(PRODUCT, 'n')}, {_PRICE.format(p='n')} FROM generate_series(1, %(skus)s) AS n"""),
-    ("stock_level", f"""
+        SELECT {_uuid(PRODUCT, "n")}, {_PRICE.format(p="n")} FROM generate_series(1, %(skus)s) AS n""",
+    ),
+    (
+        "stock_level",
+        f"""
         INSERT INTO stock_level (product_id, warehouse_id, on_hand)
-        SELECT {_uuid(PRODUCT, 'n')}, w, 1000000000 FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w"""),
-    ("orders", f"""
+        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000 FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
+    ),
+    (
+        "orders",
+        f"""
         INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status,
                             invoice_number, handoff_ticket, created_at, decided_at, decided_by, decision_note)
-        SELECT {_uuid(ORDER, 'i')}, {_uuid(CLIENT, '(1 + (i::bigint * 7919) %% %(clients)s)')},
+        SELECT {_uuid(ORDER, "i")}, {_uuid(CLIENT, "(1 + (i::bigint * 7919) %% %(clients)s)")},
                CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
                (%(sellers)s::bigint[])[1 + i %% cardinality(%(sellers)s::bigint[])], status,
                (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}
@@ -85,33 +101,45 @@ STATEMENTS = [
                CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN %(officer)s::bigint END,
                CASE WHEN status = 'RECHAZADO' THEN 'Excede el crédito' END
           FROM generate_series(1, %(orders)s) AS i,
-               LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at) AS o"""),
-    ("order_line", f"""
+               LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at) AS o""",
+    ),
+    (
+        "order_line",
+        f"""
         INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)
-        SELECT {_uuid(ORDER, 'i')}, {_uuid(PRODUCT, 'p')}, 'GRW-' || lpad(p::text, 6, '0'),
-               CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END, {_PRICE.format(p='p')}
+        SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, "p")}, 'GRW-' || lpad(p::text, 6, '0'),
+               CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END, {_PRICE.format(p="p")}
           FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
-               LATERAL (SELECT {_PRODUCT_N.format(k='k')} AS p) AS x"""),
-    ("stock_reservation", f"""
+               LATERAL (SELECT {_PRODUCT_N.format(k="k")} AS p) AS x""",
+    ),
+    (
+        "stock_reservation",
+        f"""
         INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, created_at, released_at)
-        SELECT {_uuid(ORDER, 'i')}, {_uuid(PRODUCT, _PRODUCT_N.format(k='k'))}, CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
+        SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, _PRODUCT_N.format(k="k"))}, CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
                CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END,
                CASE WHEN {_STATUS} = 'CONFIRMADO' THEN 'FIRME' ELSE 'BLANDA' END, {_ORDER_AT},
                CASE WHEN {_STATUS} = 'RECHAZADO' THEN {_ORDER_AT} + interval '1 hour' END
-          FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k"""),
-    ("idempotency_keys", f"""
+          FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k""",
+    ),
+    (
+        "idempotency_keys",
+        f"""
         INSERT INTO idempotency_keys (request_id, request_hash, order_id, created_at)
-        SELECT {_uuid(KEY, 'i')}, md5(i::text), {_uuid(ORDER, 'i')}, {_ORDER_AT}
-          FROM generate_series(1, %(orders)s) AS i"""),
+        SELECT {_uuid(KEY, "i")}, md5(i::text), {_uuid(ORDER, "i")}, {_ORDER_AT}
+          FROM generate_series(1, %(orders)s) AS i""",
+    ),
     # A confirmed order's two events. The payload has create_order's shape, shortened to what the
     # pages read (the detail page shows it; nothing lists it).
-    ("outbox_event", f"""
+    (
+        "outbox_event",
+        f"""
         INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts,
                                   cycle_started_attempts, next_attempt_at, created_at, delivered_at)
-        SELECT {_uuid(EVENT, '2 * i + k')}, {_uuid(ORDER, 'i')},
+        SELECT {_uuid(EVENT, "2 * i + k")}, {_uuid(ORDER, "i")},
                CASE k WHEN 0 THEN 'billing.intent_recorded' ELSE 'order.handoff_requested' END,
                CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END,
-               jsonb_build_object('order_id', {_uuid(ORDER, 'i')}, 'warehouse_id', 'CEN', 'currency', 'ARS',
+               jsonb_build_object('order_id', {_uuid(ORDER, "i")}, 'warehouse_id', 'CEN', 'currency', 'ARS',
                                   'total_cents', i),
                CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR {_DISCARDED} THEN 'FALLIDO'
                     ELSE 'ENTREGADO' END,
@@ -123,13 +151,16 @@ STATEMENTS = [
           FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
                LATERAL (SELECT {_ORDER_AT} AS at, {_DEAD} AND k = {_DEAD_K} AS dead,
                                %(orders)s - %(pending_dead)s * %(step)s AS last_pending) AS x
-         WHERE {_STATUS} = 'CONFIRMADO'"""),
+         WHERE {_STATUS} = 'CONFIRMADO'""",
+    ),
     # Dead letters: one per failed event. The newest few are pending; of the rest, one in five was
     # discarded (its event stays FALLIDO) and the others were replayed and delivered (resolved).
-    ("dead_letter", f"""
+    (
+        "dead_letter",
+        f"""
         INSERT INTO dead_letter (event_id, destination, status, attempts, last_error, http_status, error_signature,
                                  first_failed_at, last_failed_at, created_at, resolved_at, resolved_by, resolution_note)
-        SELECT {_uuid(EVENT, f'2 * i + {_DEAD_K}')}, d, s, {FAILED_ATTEMPTS},
+        SELECT {_uuid(EVENT, f"2 * i + {_DEAD_K}")}, d, s, {FAILED_ATTEMPTS},
                'HTTP 503 from ' || d, 503, d || ':http_503', at, at + interval '20 minutes', at + interval '20 minutes',
                CASE WHEN s <> 'pending' THEN at + interval '1 day' END, CASE WHEN s <> 'pending' THEN 'marta' END,
                CASE s WHEN 'discarded' THEN 'Emitida a mano' WHEN 'resolved' THEN 'Reintento' END
@@ -138,9 +169,12 @@ STATEMENTS = [
                                CASE {_DEAD_K} WHEN 0 THEN 'fiscal' ELSE 'warehouse' END AS d,
                                CASE WHEN i > %(orders)s - %(pending_dead)s * %(step)s THEN 'pending'
                                     WHEN {_DISCARDED} THEN 'discarded' ELSE 'resolved' END AS s) AS x
-         WHERE {_DEAD}"""),
+         WHERE {_DEAD}""",
+    ),
     # One attempt per delivered try: the successful one, and a failed event's eight.
-    ("delivery_attempt", f"""
+    (
+        "delivery_attempt",
+        f"""
         INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome,
                                       http_status, error, duration_ms)
         SELECT e.id, a, e.id, 'worker-1', e.created_at + a * interval '1 second',
@@ -150,23 +184,42 @@ STATEMENTS = [
                CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 201 ELSE 503 END,
                CASE WHEN a <= {FAILED_ATTEMPTS} AND e.attempts > 1 THEN 'HTTP 503' END, 40
           FROM outbox_event e, generate_series(1, e.attempts) AS a
-         WHERE e.id >= {_uuid(EVENT, '0')} AND e.id <= {_uuid(EVENT, '2 * %(orders)s + 1')}"""),
+         WHERE e.id >= {_uuid(EVENT, "0")} AND e.id <= {_uuid(EVENT, "2 * %(orders)s + 1")}""",
+    ),
     # The order-transaction samples of the last day (nexo.ops.recorder purges older ones): /ops and
     # /metrics read them, so their cost follows the orders of a day, which history does not change.
-    ("order_transaction_sample", f"""
+    (
+        "order_transaction_sample",
+        f"""
         INSERT INTO order_transaction_sample (occurred_at, seconds, outcome)
         SELECT {_ORDER_AT}, 0.004 + (i %% 23) * 0.001,
                CASE {_STATUS} WHEN 'CONFIRMADO' THEN 'confirmed' ELSE 'pending_authorization' END
-          FROM generate_series(greatest(1, %(orders)s - %(orders)s / 1095), %(orders)s) AS i"""),
-    ("audit_log", """
+          FROM generate_series(greatest(1, %(orders)s - %(orders)s / 1095), %(orders)s) AS i""",
+    ),
+    (
+        "audit_log",
+        """
         INSERT INTO audit_log (occurred_at, actor, action, object_type, object_id, details)
         SELECT resolved_at, 'marta', 'dead_letter.' || CASE status WHEN 'discarded' THEN 'discarded' ELSE 'replayed' END,
                'dead_letter', id::text, jsonb_build_object('note', resolution_note)
-          FROM dead_letter WHERE status <> 'pending' AND resolved_by = 'marta'"""),
+          FROM dead_letter WHERE status <> 'pending' AND resolved_by = 'marta'""",
+    ),
 ]
 
-BIG_TABLES = ("orders", "order_line", "stock_reservation", "idempotency_keys", "outbox_event", "dead_letter",
-              "delivery_attempt", "audit_log", "product", "price_list", "stock_level", "client")
+BIG_TABLES = (
+    "orders",
+    "order_line",
+    "stock_reservation",
+    "idempotency_keys",
+    "outbox_event",
+    "dead_letter",
+    "delivery_attempt",
+    "audit_log",
+    "product",
+    "price_list",
+    "stock_level",
+    "client",
+)
 
 
 def load(conn, volume: Volume, report=None) -> dict[str, int]:
@@ -177,14 +230,24 @@ def load(conn, volume: Volume, report=None) -> dict[str, int]:
     """
     import time
 
-    sellers = [r["id"] for r in conn.execute(
-        "SELECT u.id FROM app_user u JOIN user_role r ON r.user_id = u.id AND r.role_name = 'ventas'"
-        " ORDER BY u.id").fetchall()]
+    sellers = [
+        r["id"]
+        for r in conn.execute(
+            "SELECT u.id FROM app_user u JOIN user_role r ON r.user_id = u.id AND r.role_name = 'ventas' ORDER BY u.id"
+        ).fetchall()
+    ]
     officer = conn.execute("SELECT id FROM app_user WHERE username = 'laura'").fetchone()["id"]
     step = max(1, volume.orders // max(1, volume.dead_letters))
-    params = {"orders": volume.orders, "clients": volume.clients, "skus": volume.skus, "step": step,
-              "span": SPAN, "sellers": sellers, "officer": officer,
-              "pending_dead": min(PENDING_DEAD_LETTERS, max(1, volume.dead_letters // 100))}
+    params = {
+        "orders": volume.orders,
+        "clients": volume.clients,
+        "skus": volume.skus,
+        "step": step,
+        "span": SPAN,
+        "sellers": sellers,
+        "officer": officer,
+        "pending_dead": min(PENDING_DEAD_LETTERS, max(1, volume.dead_letters // 100)),
+    }
     if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()["rolsuper"]:
         # The rows are consistent by construction; checking each foreign key row by row would about
         # double the load time. Only a superuser may skip them (and only for this transaction).

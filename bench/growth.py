@@ -18,16 +18,19 @@ from bench.cpu import CpuMeter
 from bench.load import closed_loop
 from bench.web import Salesperson, log_in_all
 
-CLIENTS = 8                      # the concurrency of the other phases' reference row
-LIMIT = 1.5                      # issue 14: each figure within 1.5× of its empty-database value
-PAGES = [                        # (label, who, path)
+CLIENTS = 8  # the concurrency of the other phases' reference row
+LIMIT = 1.5  # issue 14: each figure within 1.5× of its empty-database value
+PAGES = [  # (label, who, path)
     ("GET /orders/new", "seller", "/orders/new"),
     ("GET /orders/skus?q=ben-01", "seller", "/orders/skus?q=ben-01"),
     ("GET /orders", "seller", "/orders"),
     ("GET /credit/queue", "laura", "/credit/queue"),
     ("GET /admin/dead-letters", "marta", "/admin/dead-letters"),
-    ("GET /admin/dead-letters?destination=fiscal&status=discarded", "marta",
-     "/admin/dead-letters?destination=fiscal&status=discarded"),
+    (
+        "GET /admin/dead-letters?destination=fiscal&status=discarded",
+        "marta",
+        "/admin/dead-letters?destination=fiscal&status=discarded",
+    ),
     ("GET /ops", "marta", "/ops"),
     ("GET /metrics", "anonymous", "/metrics"),
 ]
@@ -62,31 +65,35 @@ def forget_bench_telemetry(db) -> None:
 
 def _measure(run, url: str, people: list[Salesperson], tabs: dict[str, list[Salesperson]], stage: str) -> dict:
     scale, out = run.scale, {}
-    print(f"[bench] (6) growth, {stage}: {len(PAGES)} pages, then create_order direct and the HTTP order form,"
-          f" {CLIENTS} clients", flush=True)
+    print(
+        f"[bench] (6) growth, {stage}: {len(PAGES)} pages, then create_order direct and the HTTP order form, {CLIENTS} clients",
+        flush=True,
+    )
     web = {"gunicorn": [run.stack.web.pid]}
-    for label, who, path in PAGES:                   # pages first: before this stage's orders add samples
+    for label, who, path in PAGES:  # pages first: before this stage's orders add samples
         meter = CpuMeter(run.database_url, run.redis_url, web, include_self="load generator")
         out[label] = _page(tabs[who], path, scale.page_s, scale.warmup_s, meter)
     meter = CpuMeter(run.database_url, run.redis_url, include_self="create_order (bench process)")
-    out["create_order direct"] = order_entry.direct(run.database_url, run.data, CLIENTS, scale.growth_entry_s,
-                                                    scale.warmup_s, meter).as_dict()
+    out["create_order direct"] = order_entry.direct(
+        run.database_url, run.data, CLIENTS, scale.growth_entry_s, scale.warmup_s, meter
+    ).as_dict()
     meter = CpuMeter(run.database_url, run.redis_url, web, include_self="load generator")
-    out["POST /orders/new"] = order_entry.http(people, run.data, CLIENTS, scale.growth_entry_s, scale.warmup_s,
-                                               meter).as_dict()
+    out["POST /orders/new"] = order_entry.http(people, run.data, CLIENTS, scale.growth_entry_s, scale.warmup_s, meter).as_dict()
     return out
 
 
 def _grow(run) -> dict:
     volume = run.scale.growth_volume
-    print(f"[bench] (6) growth: loading {volume.orders:,} orders, {volume.dead_letters:,} dead letters,"
-          f" {volume.clients:,} clients, {volume.skus:,} SKUs by set-based SQL", flush=True)
+    print(
+        f"[bench] (6) growth: loading {volume.orders:,} orders, {volume.dead_letters:,} dead letters,"
+        f" {volume.clients:,} clients, {volume.skus:,} SKUs by set-based SQL",
+        flush=True,
+    )
     forget_bench_telemetry(run.db)
     began = time.monotonic()
     rows: dict[str, int] = {}
     with run.db.transaction() as tx:
-        rows = grow.load(tx.conn, volume, lambda table, n, s: print(f"[bench]   {table}: {n:,} rows in {s:.1f} s",
-                                                                     flush=True))
+        rows = grow.load(tx.conn, volume, lambda table, n, s: print(f"[bench]   {table}: {n:,} rows in {s:.1f} s", flush=True))
         tx.commit()
     loaded = time.monotonic() - began
     # VACUUM (not only ANALYZE): a database that grew over years has its visibility map set by autovacuum.
@@ -104,11 +111,13 @@ def run(run) -> dict:
     url = stack.start_web()
     people = log_in_all(url, run.data.usernames[:CLIENTS], run.data.password)
     staff = {who: Salesperson(url, who, run.data.password, order_form=False) for who in ("laura", "marta")}
-    tabs = {"seller": [p.another_tab() for p in people],
-            **{who: [s.another_tab() for _ in range(CLIENTS)] for who, s in staff.items()},
-            "anonymous": [people[0].another_tab() for _ in range(CLIENTS)]}
+    tabs = {
+        "seller": [p.another_tab() for p in people],
+        **{who: [s.another_tab() for _ in range(CLIENTS)] for who, s in staff.items()},
+        "anonymous": [people[0].another_tab() for _ in range(CLIENTS)],
+    }
     for anonymous in tabs["anonymous"]:
-        anonymous.cookie = ""            # /metrics is read by a scraper, without a session
+        anonymous.cookie = ""  # /metrics is read by a scraper, without a session
     try:
         forget_bench_telemetry(run.db)
         empty = _measure(run, url, people, tabs, "empty database")
@@ -116,8 +125,7 @@ def run(run) -> dict:
         grown = _measure(run, url, people, tabs, "after the history")
     finally:
         stack.stop(stack.web)
-    return {"clients": CLIENTS, "volume": run.scale.growth_volume.__dict__, "load": loaded,
-            "empty": empty, "grown": grown}
+    return {"clients": CLIENTS, "volume": run.scale.growth_volume.__dict__, "load": loaded, "empty": empty, "grown": grown}
 
 
 def cpu_total(row: dict) -> float | None:
@@ -133,24 +141,36 @@ def verdicts(growth: dict) -> list[dict]:
         grown = growth["grown"][label]
         before, after = cpu_total(empty), cpu_total(grown)
         ratio = after / before if before and after is not None else None
-        out.append({"what": label, "empty_cpu_ms": before, "grown_cpu_ms": after, "ratio": ratio,
-                    "empty_p50_ms": empty["p50_ms"], "grown_p50_ms": grown["p50_ms"],
-                    "empty_per_s": empty["per_s"], "grown_per_s": grown["per_s"],
-                    "empty_bytes": empty.get("bytes"), "grown_bytes": grown.get("bytes"),
-                    "errors": empty["errors"] + grown["errors"],
-                    "met": None if ratio is None else ratio <= LIMIT and grown["errors"] == 0})
+        out.append(
+            {
+                "what": label,
+                "empty_cpu_ms": before,
+                "grown_cpu_ms": after,
+                "ratio": ratio,
+                "empty_p50_ms": empty["p50_ms"],
+                "grown_p50_ms": grown["p50_ms"],
+                "empty_per_s": empty["per_s"],
+                "grown_per_s": grown["per_s"],
+                "empty_bytes": empty.get("bytes"),
+                "grown_bytes": grown.get("bytes"),
+                "errors": empty["errors"] + grown["errors"],
+                "met": None if ratio is None else ratio <= LIMIT and grown["errors"] == 0,
+            }
+        )
     return out
 
 
 def table(growth: dict) -> list[str]:
     """The growth phase's lines of the printed table."""
     v, load = growth["volume"], growth["load"]
-    lines = [f"(6) growth: {v['orders']:,} orders, {v['dead_letters']:,} dead letters, {v['clients']:,} clients,"
-             f" {v['skus']:,} SKUs loaded in {load['load_s']} s (+ {load['vacuum_analyze_s']} s VACUUM ANALYZE);"
-             f" {growth['clients']} clients",
-             "    " + ", ".join(f"{t} {n:,}" for t, n in load["rows"].items()),
-             f"    {'what':<58} {'CPU ms/op empty → grown':>24} {'ratio':>6} {'p50 ms empty → grown':>21}"
-             f" {'KB':>12}  verdict (≤ {LIMIT}×)"]
+    lines = [
+        f"(6) growth: {v['orders']:,} orders, {v['dead_letters']:,} dead letters, {v['clients']:,} clients,"
+        f" {v['skus']:,} SKUs loaded in {load['load_s']} s (+ {load['vacuum_analyze_s']} s VACUUM ANALYZE);"
+        f" {growth['clients']} clients",
+        "    " + ", ".join(f"{t} {n:,}" for t, n in load["rows"].items()),
+        f"    {'what':<58} {'CPU ms/op empty → grown':>24} {'ratio':>6} {'p50 ms empty → grown':>21}"
+        f" {'KB':>12}  verdict (≤ {LIMIT}×)",
+    ]
     for r in verdicts(growth):
         cpu = "—" if r["ratio"] is None else f"{r['empty_cpu_ms']:.1f} → {r['grown_cpu_ms']:.1f}"
         p50 = f"{r['empty_p50_ms']} → {r['grown_p50_ms']}"

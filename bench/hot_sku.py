@@ -23,7 +23,7 @@ def run(db, people: list[Salesperson], data: bench_data.BenchData, meter=None) -
             # Different clients, as different salespeople would have: only the stock row is contended.
             status, body = person.post_order(data.client_ids[i % len(data.client_ids)], [(sku, 1)])
             reason = "insufficient_stock" if 'data-reason="insufficient_stock"' in body else ""
-        except Exception as exc:      # measured as an error
+        except Exception as exc:  # measured as an error
             status, reason = 0, f"{type(exc).__name__}: {exc}"[:200]
         answers[i] = (began, time.perf_counter(), status, reason)
 
@@ -41,11 +41,15 @@ def run(db, people: list[Salesperson], data: bench_data.BenchData, meter=None) -
     errors = len(people) - successes - refused
     state = bench_data.hot_sku_state(db, sku)
     return {
-        "buyers": len(people), "sku": sku,
+        "buyers": len(people),
+        "sku": sku,
         "settled_s": round(max(a[1] for a in done) - min(a[0] for a in done), 3) if done else None,
-        "successes": successes, "insufficient_stock": refused, "errors": errors,
-        "error_samples": sorted({f"HTTP {a[2]} {a[3]}".strip() for a in done
-                                 if not (a[2] == 303 or (a[2] == 422 and a[3] == "insufficient_stock"))})[:5],
+        "successes": successes,
+        "insufficient_stock": refused,
+        "errors": errors,
+        "error_samples": sorted(
+            {f"HTTP {a[2]} {a[3]}".strip() for a in done if not (a[2] == 303 or (a[2] == 422 and a[3] == "insufficient_stock"))}
+        )[:5],
         "stock_after": {"on_hand": state["on_hand"], "reserved": state["reserved"], "orders": state["orders"]},
         "cpu_ms_per_answer": cpu,
     }

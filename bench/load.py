@@ -31,7 +31,7 @@ class Measurement:
     p50_ms: float | None
     p99_ms: float | None
     error_samples: list[str]
-    cpu_ms_per_op: dict[str, float] | None = None    # CPU of each part per operation, warm-up included
+    cpu_ms_per_op: dict[str, float] | None = None  # CPU of each part per operation, warm-up included
 
     @property
     def per_s(self) -> float:
@@ -43,9 +43,15 @@ class Measurement:
         return {**asdict(self), "per_s": round(self.per_s, 1)}
 
 
-def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
-                operation: Callable[[object, random.Random], tuple[bool, str | None]],
-                duration_s: float, warmup_s: float, meter=None) -> Measurement:
+def closed_loop(
+    name: str,
+    concurrency: int,
+    setup: Callable[[int], object],
+    operation: Callable[[object, random.Random], tuple[bool, str | None]],
+    duration_s: float,
+    warmup_s: float,
+    meter=None,
+) -> Measurement:
     """Run `concurrency` threads, each repeating operation(state, rng) back to back; measure after the warm-up.
 
     setup(i) builds thread i's state (a session, a login) before the clock starts. operation returns
@@ -82,7 +88,7 @@ def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
                 return
             try:
                 ok, error = operation(states[i], rng)
-            except Exception as exc:       # a failed request is a measured error, not a crashed bench
+            except Exception as exc:  # a failed request is a measured error, not a crashed bench
                 ok, error = False, f"{type(exc).__name__}: {exc}"[:200]
             finished = time.perf_counter()
             with lock:
@@ -101,10 +107,17 @@ def closed_loop(name: str, concurrency: int, setup: Callable[[int], object],
     for thread in threads:
         thread.join(timeout=warmup_s + duration_s + 120)
     ms = [x * 1000 for x in latencies]
-    return Measurement(name=name, concurrency=concurrency, completed=len(latencies), errors=len(errors),
-                       seconds=duration_s, p50_ms=_round(percentile(ms, 50)), p99_ms=_round(percentile(ms, 99)),
-                       error_samples=sorted(set(errors))[:5],
-                       cpu_ms_per_op=meter.per_op(finished_ops[0]) if meter is not None else None)
+    return Measurement(
+        name=name,
+        concurrency=concurrency,
+        completed=len(latencies),
+        errors=len(errors),
+        seconds=duration_s,
+        p50_ms=_round(percentile(ms, 50)),
+        p99_ms=_round(percentile(ms, 99)),
+        error_samples=sorted(set(errors))[:5],
+        cpu_ms_per_op=meter.per_op(finished_ops[0]) if meter is not None else None,
+    )
 
 
 def _round(value: float | None) -> float | None:

@@ -33,7 +33,7 @@ def make_durable(database_url: str) -> bool:
         for name, value in DURABLE.items():
             conn.execute(f"ALTER SYSTEM SET {name} = {value}")
         conn.execute("SELECT pg_reload_conf()")
-        for _ in range(100):          # the postmaster applies the reload asynchronously
+        for _ in range(100):  # the postmaster applies the reload asynchronously
             if conn.execute("SHOW fsync").fetchone()[0] == "on":
                 return True
             time.sleep(0.05)
@@ -46,11 +46,16 @@ def describe(database_url: str, redis_url: str) -> dict:
         version = conn.execute("SHOW server_version").fetchone()[0]
         settings = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in SHOWN}
     return {
-        "cpu": _cpu_model(), "cores": os.cpu_count(), "memory_gb": _memory_gb(),
-        "os": platform.platform(terse=True), "python": sys.version.split()[0],
-        "postgres": f"PostgreSQL {version}", "pg_settings": settings,
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gb": _memory_gb(),
+        "os": platform.platform(terse=True),
+        "python": sys.version.split()[0],
+        "postgres": f"PostgreSQL {version}",
+        "pg_settings": settings,
         "redis": redis.Redis.from_url(redis_url).info("server").get("redis_version"),
-        "commit": _git_commit(), "load_before": load_average(),
+        "commit": _git_commit(),
+        "load_before": load_average(),
     }
 
 
@@ -81,10 +86,12 @@ def _memory_gb() -> float | None:
 
 def _git_commit() -> str:
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=5).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
         return head + ("+uncommitted changes" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

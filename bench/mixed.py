@@ -20,11 +20,12 @@ from bench.cpu import CpuMeter
 from bench.load import percentile
 from bench.web import log_in_all
 
-RELAY_WORKERS = 2               # make run's (RELAY_WORKERS' default)
-SENDERS = 32                    # generator threads, each with its own keep-alive connection
-MAX_PENDING_AGE_S = 1.0         # issue 14: "the oldest PENDIENTE event stays under 1 s"
-OLDEST_PENDING = ("SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age"
-                  " FROM outbox_event WHERE status = 'PENDIENTE'")
+RELAY_WORKERS = 2  # make run's (RELAY_WORKERS' default)
+SENDERS = 32  # generator threads, each with its own keep-alive connection
+MAX_PENDING_AGE_S = 1.0  # issue 14: "the oldest PENDIENTE event stays under 1 s"
+OLDEST_PENDING = (
+    "SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM outbox_event WHERE status = 'PENDIENTE'"
+)
 
 
 def _sample_pending(db, stop: threading.Event, ages: list[float]) -> None:
@@ -43,6 +44,7 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
 
     def send(person, rng_seed: int) -> None:
         import random
+
         rng = random.Random(rng_seed)
         while True:
             with lock:
@@ -57,7 +59,7 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
             try:
                 status, _ = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
                 error = None if status == 303 else f"HTTP {status}"
-            except Exception as exc:          # a failed request is a measured error
+            except Exception as exc:  # a failed request is a measured error
                 error = f"{type(exc).__name__}: {exc}"[:120]
             with lock:
                 (errors.append(error) if error else latencies.append(time.perf_counter() - due))
@@ -82,13 +84,20 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
     ms = [x * 1000 for x in latencies]
     worst_age = max(ages) if ages else None
     achieved = len(latencies) / took if took else 0.0
-    return {"rate": rate, "seconds": seconds, "orders": count, "ok": len(latencies), "errors": len(errors),
-            "error_samples": sorted(set(errors))[:3], "achieved_per_s": round(achieved, 1),
-            "p50_ms": _round(percentile(ms, 50)), "p99_ms": _round(percentile(ms, 99)),
-            "oldest_pending_max_s": None if worst_age is None else round(worst_age, 3),
-            "cpu_ms_per_order": cpu,
-            "sustained": not errors and achieved >= 0.95 * rate and worst_age is not None
-            and worst_age < MAX_PENDING_AGE_S}
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "orders": count,
+        "ok": len(latencies),
+        "errors": len(errors),
+        "error_samples": sorted(set(errors))[:3],
+        "achieved_per_s": round(achieved, 1),
+        "p50_ms": _round(percentile(ms, 50)),
+        "p99_ms": _round(percentile(ms, 99)),
+        "oldest_pending_max_s": None if worst_age is None else round(worst_age, 3),
+        "cpu_ms_per_order": cpu,
+        "sustained": not errors and achieved >= 0.95 * rate and worst_age is not None and worst_age < MAX_PENDING_AGE_S,
+    }
 
 
 def _round(value):
@@ -110,8 +119,7 @@ def run(run) -> dict:
     steps = []
     try:
         for rate in scale.mixed_rates:
-            print(f"[bench] (7) mixed: HTTP orders at {rate:g}/s for {scale.mixed_step_s:g} s, relay as make run",
-                  flush=True)
+            print(f"[bench] (7) mixed: HTTP orders at {rate:g}/s for {scale.mixed_step_s:g} s, relay as make run", flush=True)
             meter = CpuMeter(run.database_url, run.redis_url, trees, include_self="load generator")
             step = _step(tabs, data, db, rate, scale.mixed_step_s, meter)
             steps.append(step)
@@ -123,23 +131,33 @@ def run(run) -> dict:
         stack.stop(stack.web)
     sustained = [s for s in steps if s["sustained"]]
     best = sustained[-1] if sustained else None
-    return {"relay_workers": RELAY_WORKERS, "senders": SENDERS, "steps": steps,
-            "highest_sustained_rate": best and best["rate"], "p99_ms_at_highest": best and best["p99_ms"]}
+    return {
+        "relay_workers": RELAY_WORKERS,
+        "senders": SENDERS,
+        "steps": steps,
+        "highest_sustained_rate": best and best["rate"],
+        "p99_ms_at_highest": best and best["p99_ms"],
+    }
 
 
 def table(mixed: dict) -> list[str]:
     """The mixed phase's lines of the printed table."""
-    lines = [f"(7) mixed: HTTP orders at a rising rate, web + {mixed['relay_workers']} relay workers + sweeper + fakes"
-             " (make run's shape), oldest PENDIENTE sampled every 0.2 s",
-             "    rate/s  achieved/s   p50 ms   p99 ms  errors  oldest PENDIENTE max s  sustained"
-             "   CPU ms/order: gunicorn · relay · fakes · postgres · redis · load generator"]
+    lines = [
+        f"(7) mixed: HTTP orders at a rising rate, web + {mixed['relay_workers']} relay workers + sweeper + fakes"
+        " (make run's shape), oldest PENDIENTE sampled every 0.2 s",
+        "    rate/s  achieved/s   p50 ms   p99 ms  errors  oldest PENDIENTE max s  sustained"
+        "   CPU ms/order: gunicorn · relay · fakes · postgres · redis · load generator",
+    ]
     for s in mixed["steps"]:
         cpu = s["cpu_ms_per_order"]
-        parts = " · ".join(f"{cpu.get(k, 0):.1f}" for k in ("gunicorn", "relay", "fakes", "postgres", "redis",
-                                                            "load generator"))
-        lines.append(f"    {s['rate']:>6g} {s['achieved_per_s']:>11} {s['p50_ms']!s:>8} {s['p99_ms']!s:>8}"
-                     f" {s['errors']:>7} {s['oldest_pending_max_s']!s:>22}  {'yes' if s['sustained'] else 'NO':>9}   {parts}")
+        parts = " · ".join(f"{cpu.get(k, 0):.1f}" for k in ("gunicorn", "relay", "fakes", "postgres", "redis", "load generator"))
+        lines.append(
+            f"    {s['rate']:>6g} {s['achieved_per_s']:>11} {s['p50_ms']!s:>8} {s['p99_ms']!s:>8}"
+            f" {s['errors']:>7} {s['oldest_pending_max_s']!s:>22}  {'yes' if s['sustained'] else 'NO':>9}   {parts}"
+        )
     best = mixed["highest_sustained_rate"]
-    lines.append(f"    highest sustained rate: {best if best is not None else 'none'} orders/s"
-                 + (f", POST p99 {mixed['p99_ms_at_highest']} ms" if best is not None else ""))
+    lines.append(
+        f"    highest sustained rate: {best if best is not None else 'none'} orders/s"
+        + (f", POST p99 {mixed['p99_ms_at_highest']} ms" if best is not None else "")
+    )
     return lines + [""]

@@ -57,8 +57,12 @@ class Anchor:
 
     def run(self, script: str, seconds: int, clients: int = 8, threads: int = 2) -> dict:
         """TPS and average latency of one built-in script (tpcb-like, simple-update)."""
-        done = subprocess.run([self.exe, "-b", script, "-c", str(clients), "-j", str(threads), "-T", str(seconds),
-                               self.url], capture_output=True, text=True, timeout=seconds + 120)
+        done = subprocess.run(
+            [self.exe, "-b", script, "-c", str(clients), "-j", str(threads), "-T", str(seconds), self.url],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 120,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"pgbench {script} failed: {done.stderr.strip()[-500:]}")
         tps, latency = _TPS.search(done.stdout), _LATENCY.search(done.stdout)

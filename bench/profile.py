@@ -45,9 +45,24 @@ def start(name: str, pids: list[int]) -> list[tuple[subprocess.Popen, Path]]:
     recorders = []
     for pid in pids:
         out = PROFILES / f"{stamp}-{name}-{pid}.folded"
-        proc = subprocess.Popen([_py_spy(), "record", "--pid", str(pid), "--subprocesses", "--format", "raw",
-                                 "--rate", "200", "--nonblocking", "--output", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                _py_spy(),
+                "record",
+                "--pid",
+                str(pid),
+                "--subprocesses",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "--output",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         recorders.append((proc, out))
     return recorders
 

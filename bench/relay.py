@@ -41,9 +41,11 @@ def _reset(db, connection: redis.Redis) -> None:
 
 def _unsettled(db) -> dict:
     with db.reading() as conn:
-        return conn.execute("SELECT count(*) FILTER (WHERE status = 'PENDIENTE') AS pending,"
-                            " count(*) FILTER (WHERE status = 'FALLIDO') AS failed FROM outbox_event"
-                            " WHERE status <> 'ENTREGADO'").fetchone()
+        return conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'PENDIENTE') AS pending,"
+            " count(*) FILTER (WHERE status = 'FALLIDO') AS failed FROM outbox_event"
+            " WHERE status <> 'ENTREGADO'"
+        ).fetchone()
 
 
 def _wait_settled(db, timeout_s: float) -> dict:
@@ -55,42 +57,69 @@ def _wait_settled(db, timeout_s: float) -> dict:
         time.sleep(0.1)
 
 
-def throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, workers: int,
-               events: int, profile_default: bool = False) -> dict:
+def throughput(
+    stack: Stack,
+    db,
+    connection: redis.Redis,
+    data: bench_data.BenchData,
+    workers: int,
+    events: int,
+    profile_default: bool = False,
+) -> dict:
     """Pre-create `events` events, start `workers` RQ workers, enqueue the wake-ups; events/s until all ENTREGADO."""
     _reset(db, connection)
     ids = bench_data.insert_confirmed_orders(db, data, events // 2)
-    procs = stack.start_workers(workers)      # returns once they listen: start-up is not measured
+    procs = stack.start_workers(workers)  # returns once they listen: start-up is not measured
     try:
         with db.reading() as conn:
             started = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
-        meter = CpuMeter(stack.env["DATABASE_URL"], stack.env["REDIS_URL"],
-                         {"workers": [p.pid for p in procs], "fakes": [p.pid for p in stack.fakes]}).start()
+        meter = CpuMeter(
+            stack.env["DATABASE_URL"],
+            stack.env["REDIS_URL"],
+            {"workers": [p.pid for p in procs], "fakes": [p.pid for p in stack.fakes]},
+        ).start()
         with profile.maybe(f"relay-x{workers}", [p.pid for p in procs], profile_default):
             wakeup.enqueue(connection, Settings.from_env(stack.env), [(str(e), None) for e in ids])
             state = _wait_settled(db, timeout_s=60 + events / 20)
         cpu = meter.per_op(len(ids))
         with db.reading() as conn:
-            row = conn.execute("SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
-                               " WHERE id = ANY(%s) AND status = 'ENTREGADO'", [ids]).fetchone()
+            row = conn.execute(
+                "SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
+                " WHERE id = ANY(%s) AND status = 'ENTREGADO'",
+                [ids],
+            ).fetchone()
     finally:
         for proc in procs:
             stack.stop(proc)
     seconds = (row["last"] - started).total_seconds() if row["last"] else None
-    return {"workers": workers, "events": len(ids), "delivered": row["delivered"], "failed": state["failed"],
-            "seconds": round(seconds, 2) if seconds else None,
-            "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0, "cpu_ms_per_event": cpu}
+    return {
+        "workers": workers,
+        "events": len(ids),
+        "delivered": row["delivered"],
+        "failed": state["failed"],
+        "seconds": round(seconds, 2) if seconds else None,
+        "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0,
+        "cpu_ms_per_event": cpu,
+    }
 
 
-def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, processes: int,
-                     events: int) -> dict:
+def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, processes: int, events: int) -> dict:
     """Diagnostic: the same events delivered by `processes` bench.drain loops, with no RQ job per event."""
     _reset(db, connection)
     ids = bench_data.insert_confirmed_orders(db, data, events // 2)
     env = {**stack.env, "PYTHONUNBUFFERED": "1"}
-    procs = [subprocess.Popen([sys.executable, "-m", "bench.drain"], cwd=ROOT, env=env, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-             for _ in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.drain"],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(processes)
+    ]
     try:
         for proc in procs:
             if proc.stdout.readline().strip() != "ready":
@@ -107,26 +136,43 @@ def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data
             drain_cpu_s += float(proc.stdout.readline().split()[1])
         cpu = {"drainers": round(drain_cpu_s * 1000 / len(ids), 2), **meter.per_op(len(ids))}
         with db.reading() as conn:
-            row = conn.execute("SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
-                               " WHERE id = ANY(%s) AND status = 'ENTREGADO'", [ids]).fetchone()
+            row = conn.execute(
+                "SELECT count(*) AS delivered, max(delivered_at) AS last FROM outbox_event"
+                " WHERE id = ANY(%s) AND status = 'ENTREGADO'",
+                [ids],
+            ).fetchone()
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
     seconds = (row["last"] - started).total_seconds() if row["last"] else None
-    return {"drainers": processes, "events": len(ids), "delivered": row["delivered"],
-            "seconds": round(seconds, 2) if seconds else None,
-            "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0, "cpu_ms_per_event": cpu}
+    return {
+        "drainers": processes,
+        "events": len(ids),
+        "delivered": row["delivered"],
+        "seconds": round(seconds, 2) if seconds else None,
+        "events_per_s": round(row["delivered"] / seconds, 1) if seconds else 0.0,
+        "cpu_ms_per_event": cpu,
+    }
 
 
-def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, *, wakeup_on: bool,
-            rate: float, duration_s: float, workers: int = 1) -> dict:
+def latency(
+    stack: Stack,
+    db,
+    connection: redis.Redis,
+    data: bench_data.BenchData,
+    *,
+    wakeup_on: bool,
+    rate: float,
+    duration_s: float,
+    workers: int = 1,
+) -> dict:
     """Orders at `rate`/s for duration_s (direct create_order), relay as make run runs it; delivered_at − created_at."""
     _reset(db, connection)
     procs = stack.start_workers(workers) + [stack.start("sweeper")]
     previous = os.environ.get("RELAY_WAKEUP")
-    os.environ["RELAY_WAKEUP"] = "on" if wakeup_on else "off"     # read by _steady_orders' Settings
+    os.environ["RELAY_WAKEUP"] = "on" if wakeup_on else "off"  # read by _steady_orders' Settings
     try:
         order_ids, late = _steady_orders(stack.env["DATABASE_URL"], data, rate, duration_s)
         # Sweeper only: an event waits up to a sweep interval plus the wake-up grace, so allow for that.
@@ -147,7 +193,9 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
                   CROSS JOIN LATERAL (SELECT started_at FROM delivery_attempt
                                        WHERE event_id = e.id ORDER BY attempt_no DESC LIMIT 1) AS a
                  WHERE e.aggregate_id = ANY(%s) AND e.status = 'ENTREGADO'
-                """, [order_ids]).fetchone()
+                """,
+                [order_ids],
+            ).fetchone()
     finally:
         if previous is None:
             os.environ.pop("RELAY_WAKEUP", None)
@@ -155,29 +203,48 @@ def latency(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchDat
             os.environ["RELAY_WAKEUP"] = previous
         for proc in procs:
             stack.stop(proc)
-    ms = {k: round(row[k].total_seconds() * 1000, 1) if row[k] is not None else None
-          for k in ("p50", "p99", "worst", "p99_to_claim", "p99_claimed")}
-    return {"wakeup": "on" if wakeup_on else "off (sweeper only)", "workers": workers, "sweepers": 1,
-            "orders": len(order_ids), "rate": rate, "seconds": duration_s, "late_starts": late,
-            "events": 2 * len(order_ids), "delivered": row["delivered"], "failed": state["failed"],
-            "undelivered": state["pending"], "p50_ms": ms["p50"], "p99_ms": ms["p99"], "max_ms": ms["worst"],
-            "p99_to_claim_ms": ms["p99_to_claim"], "p99_claimed_ms": ms["p99_claimed"],
-            "sweep_interval_s": interval}
+    ms = {
+        k: round(row[k].total_seconds() * 1000, 1) if row[k] is not None else None
+        for k in ("p50", "p99", "worst", "p99_to_claim", "p99_claimed")
+    }
+    return {
+        "wakeup": "on" if wakeup_on else "off (sweeper only)",
+        "workers": workers,
+        "sweepers": 1,
+        "orders": len(order_ids),
+        "rate": rate,
+        "seconds": duration_s,
+        "late_starts": late,
+        "events": 2 * len(order_ids),
+        "delivered": row["delivered"],
+        "failed": state["failed"],
+        "undelivered": state["pending"],
+        "p50_ms": ms["p50"],
+        "p99_ms": ms["p99"],
+        "max_ms": ms["worst"],
+        "p99_to_claim_ms": ms["p99_to_claim"],
+        "p99_claimed_ms": ms["p99_claimed"],
+        "sweep_interval_s": interval,
+    }
 
 
 def _steady_orders(database_url: str, data: bench_data.BenchData, rate: float, duration_s: float):
     """Start one create_order every 1/rate s (open loop: a slow order does not delay the next)."""
     db = Database(database_url, max_size=8, timeout_s=30, name="bench-steady")
     settings = Settings.from_env()
-    ring = wakeup.Wakeup(redis.Redis.from_url(settings.redis_url), settings)    # as create_app builds it
+    ring = wakeup.Wakeup(redis.Redis.from_url(settings.redis_url), settings)  # as create_app builds it
     rng, lock = random.Random(50), threading.Lock()
     order_ids: list[uuid.UUID] = []
     late = 0
 
     def one(client_id, lines, salesperson_id) -> None:
-        cmd = commands.CreateOrder(request_id=uuid.uuid4(), client_id=client_id, warehouse_id=bench_data.WAREHOUSE,
-                                   lines=tuple(commands.OrderLineRequest(s, q) for s, q in lines),
-                                   salesperson_id=salesperson_id)
+        cmd = commands.CreateOrder(
+            request_id=uuid.uuid4(),
+            client_id=client_id,
+            warehouse_id=bench_data.WAREHOUSE,
+            lines=tuple(commands.OrderLineRequest(s, q) for s, q in lines),
+            salesperson_id=salesperson_id,
+        )
         result = service.create_order(db, cmd, ring)
         if isinstance(result, commands.Confirmed):
             with lock:
@@ -191,7 +258,7 @@ def _steady_orders(database_url: str, data: bench_data.BenchData, rate: float, d
                 if delay > 0:
                     time.sleep(delay)
                 elif delay < -0.05:
-                    late += 1          # the generator itself fell behind (a busy machine): reported
+                    late += 1  # the generator itself fell behind (a busy machine): reported
                 pool.submit(one, rng.choice(data.client_ids), data.order_lines(rng), rng.choice(data.salesperson_ids))
     finally:
         with contextlib.suppress(Exception):

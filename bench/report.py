@@ -16,10 +16,14 @@ def _find(rows: list[dict], concurrency: int) -> dict | None:
 def _compared(results: dict) -> tuple:
     """The rows both target tables read: pgbench's tpcb-like tps, HTTP and direct at 8, the hot SKU,
     the relay with 2 workers, and commit → ENTREGADO with the wake-up on and 2 workers (None: not run)."""
-    return ((results.get("pgbench") or {}).get("tpcb-like", {}).get("tps"),
-            _find(results.get("http", []), 8), _find(results.get("direct", []), 8), results.get("hot_sku"),
-            next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None),
-            next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None))
+    return (
+        (results.get("pgbench") or {}).get("tpcb-like", {}).get("tps"),
+        _find(results.get("http", []), 8),
+        _find(results.get("direct", []), 8),
+        results.get("hot_sku"),
+        next((r for r in results.get("relay_throughput", []) if r["workers"] == 2), None),
+        next((r for r in results.get("relay_latency", []) if r["wakeup"] == "on" and r["workers"] == 2), None),
+    )
 
 
 def targets(results: dict) -> list[dict]:
@@ -62,8 +66,13 @@ def targets_round_2(results: dict) -> list[dict]:
         ("HTTP, 8 clients: Postgres CPU per order", http_cpu.get("postgres"), "≤ 1.5 ms", lambda v: v <= 1.5, "ms"),
         ("HTTP, 8 clients ÷ pgbench tpcb-like", ratio(http8), "≥ 10 %", lambda v: v >= 0.10, "pct"),
         ("HTTP, 8 clients: p99", http8 and http8["p99_ms"], "≤ 50 ms", lambda v: v <= 50, "ms"),
-        ("direct, 8 threads: Python CPU per order", direct_cpu.get("create_order (bench process)"), "≤ 0.8 ms",
-         lambda v: v <= 0.8, "ms"),
+        (
+            "direct, 8 threads: Python CPU per order",
+            direct_cpu.get("create_order (bench process)"),
+            "≤ 0.8 ms",
+            lambda v: v <= 0.8,
+            "ms",
+        ),
         ("direct, 8 threads: Postgres CPU per order", direct_cpu.get("postgres"), "≤ 1.0 ms", lambda v: v <= 1.0, "ms"),
         ("direct, 8 threads ÷ pgbench tpcb-like", ratio(direct8), "≥ 30 %", lambda v: v >= 0.30, "pct"),
         ("relay, 2 workers: worker CPU per event", relay_cpu.get("workers"), "≤ 0.8 ms", lambda v: v <= 0.8, "ms"),
@@ -73,8 +82,13 @@ def targets_round_2(results: dict) -> list[dict]:
         ("commit → ENTREGADO p50, 50 orders/s, 2 workers", woken and woken["p50_ms"], "≤ 20 ms", lambda v: v <= 20, "ms"),
         ("commit → ENTREGADO p99, 50 orders/s, 2 workers", woken and woken["p99_ms"], "≤ 100 ms", lambda v: v <= 100, "ms"),
         # A mixed phase that sustained no rate at all measured 0, not nothing.
-        ("mixed: highest sustained rate", mixed and (mixed.get("highest_sustained_rate") or 0), "≥ 250 orders/s",
-         lambda v: v >= 250, "orders/s"),
+        (
+            "mixed: highest sustained rate",
+            mixed and (mixed.get("highest_sustained_rate") or 0),
+            "≥ 250 orders/s",
+            lambda v: v >= 250,
+            "orders/s",
+        ),
     ]
     return _verdicts(checks)
 
@@ -90,8 +104,13 @@ def _verdicts(checks) -> list[dict]:
 def _fmt(value, unit: str) -> str:
     if value is None:
         return "—"
-    return {"pct": f"{value * 100:.1f} %", "ms": f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms", "s": f"{value:.3f} s",
-            "ev/s": f"{value:.0f} events/s", "orders/s": f"{value:.0f} orders/s"}.get(unit, str(value))
+    return {
+        "pct": f"{value * 100:.1f} %",
+        "ms": f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms",
+        "s": f"{value:.3f} s",
+        "ev/s": f"{value:.0f} events/s",
+        "orders/s": f"{value:.0f} orders/s",
+    }.get(unit, str(value))
 
 
 def _num(value, digits: int = 1) -> str:
@@ -110,11 +129,13 @@ def _cpu(values: dict | None) -> str:
 def table(results: dict) -> str:
     """The run as a plain-text table (what `make bench` prints and the README pastes)."""
     m = results["machine"]
-    lines = [f"Nexo bench {results['started_at']} · scale {results['scale']['name']} · {m['cpu']} × {m['cores']} cores,"
-             f" {m['memory_gb']} GB · {m['postgres']} (fsync {m['pg_settings'].get('fsync')},"
-             f" synchronous_commit {m['pg_settings'].get('synchronous_commit')}) · Redis {m['redis']}",
-             f"load average before {m['load_before']} · after {m['load_after']} · the load generator runs on the same cores",
-             ""]
+    lines = [
+        f"Nexo bench {results['started_at']} · scale {results['scale']['name']} · {m['cpu']} × {m['cores']} cores,"
+        f" {m['memory_gb']} GB · {m['postgres']} (fsync {m['pg_settings'].get('fsync')},"
+        f" synchronous_commit {m['pg_settings'].get('synchronous_commit')}) · Redis {m['redis']}",
+        f"load average before {m['load_before']} · after {m['load_after']} · the load generator runs on the same cores",
+        "",
+    ]
     pg = results.get("pgbench")
     if pg:
         lines.append(f"(1) pgbench, {pg['clients']} clients, -j {pg['threads']}, scale {pg['scale']}, {pg['seconds']} s each")
@@ -123,67 +144,97 @@ def table(results: dict) -> str:
         end = pg.get("tpcb-like-at-end")
         if end:
             drift = (end["tps"] / pg["tpcb-like"]["tps"] - 1) * 100
-            lines.append(f"    tpcb-like again at the end: {_num(end['tps'])} tps ({drift:+.0f} %)"
-                         + ("  ← the machine's load changed during the run: compare with care" if abs(drift) > 15 else ""))
+            lines.append(
+                f"    tpcb-like again at the end: {_num(end['tps'])} tps ({drift:+.0f} %)"
+                + ("  ← the machine's load changed during the run: compare with care" if abs(drift) > 15 else "")
+            )
         lines.append("")
     tpcb = pg["tpcb-like"]["tps"] if pg else None
-    for key, title in (("direct", "(2) create_order direct (no HTTP), 2-line orders"),
-                       ("http", "(3) HTTP POST /orders/new (gunicorn as make run: "
-                                f"{results.get('web', {}).get('workers')} gthread workers × "
-                                f"{results.get('web', {}).get('threads')} threads), CSRF, 303 = success"),
-                       ("api", "(3b) HTTP POST /api/v1/orders (the same gunicorn), bearer key, fresh Idempotency-Key,"
-                               " 201 = success")):
+    for key, title in (
+        ("direct", "(2) create_order direct (no HTTP), 2-line orders"),
+        (
+            "http",
+            "(3) HTTP POST /orders/new (gunicorn as make run: "
+            f"{results.get('web', {}).get('workers')} gthread workers × "
+            f"{results.get('web', {}).get('threads')} threads), CSRF, 303 = success",
+        ),
+        ("api", "(3b) HTTP POST /api/v1/orders (the same gunicorn), bearer key, fresh Idempotency-Key, 201 = success"),
+    ):
         rows = results.get(key)
         if not rows:
             continue
-        lines += [title, "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like   CPU ms/order: "
-                  + ("python · postgres · redis" if key == "direct" else "gunicorn · postgres · redis · load generator")]
+        lines += [
+            title,
+            "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like   CPU ms/order: "
+            + ("python · postgres · redis" if key == "direct" else "gunicorn · postgres · redis · load generator"),
+        ]
         for r in rows:
             share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
-            lines.append(f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
-                         f" {r['errors']:>8} {share:>12}   {_cpu(r.get('cpu_ms_per_op'))}")
+            lines.append(
+                f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
+                f" {r['errors']:>8} {share:>12}   {_cpu(r.get('cpu_ms_per_op'))}"
+            )
         bare = results.get("direct_without_wakeup") if key == "direct" else None
         if bare:
-            lines.append(f"    diagnostic, 8 threads without the commit-time wake-up (RELAY_WAKEUP=off): {_num(bare['per_s'])}"
-                         f" orders/s, p99 {_num(bare['p99_ms'])} ms, CPU ms/order {_cpu(bare.get('cpu_ms_per_op'))}")
+            lines.append(
+                f"    diagnostic, 8 threads without the commit-time wake-up (RELAY_WAKEUP=off): {_num(bare['per_s'])}"
+                f" orders/s, p99 {_num(bare['p99_ms'])} ms, CPU ms/order {_cpu(bare.get('cpu_ms_per_op'))}"
+            )
         lines.append("")
     hot = results.get("hot_sku")
     if hot:
-        lines += [f"(4) hot SKU: {hot['buyers']} buyers of 1 unit over HTTP, released by one barrier",
-                  f"    all answered in {hot['settled_s']} s · successes {hot['successes']} · insufficient_stock"
-                  f" {hot['insufficient_stock']} · errors {hot['errors']} · stock after: reserved"
-                  f" {hot['stock_after']['reserved']} of {hot['stock_after']['on_hand']}",
-                  f"    CPU ms/answer: gunicorn · postgres · redis · load generator {_cpu(hot.get('cpu_ms_per_answer'))}", ""]
+        lines += [
+            f"(4) hot SKU: {hot['buyers']} buyers of 1 unit over HTTP, released by one barrier",
+            f"    all answered in {hot['settled_s']} s · successes {hot['successes']} · insufficient_stock"
+            f" {hot['insufficient_stock']} · errors {hot['errors']} · stock after: reserved"
+            f" {hot['stock_after']['reserved']} of {hot['stock_after']['on_hand']}",
+            f"    CPU ms/answer: gunicorn · postgres · redis · load generator {_cpu(hot.get('cpu_ms_per_answer'))}",
+            "",
+        ]
     if results.get("relay_throughput"):
-        lines += ["(5) relay throughput (events pre-created, wake-ups enqueued, until all ENTREGADO)",
-                  "    workers   events   seconds   events/s   failed   CPU ms/event: workers · fakes · postgres · redis"]
+        lines += [
+            "(5) relay throughput (events pre-created, wake-ups enqueued, until all ENTREGADO)",
+            "    workers   events   seconds   events/s   failed   CPU ms/event: workers · fakes · postgres · redis",
+        ]
         for r in results["relay_throughput"]:
-            lines.append(f"    {r['workers']:>7} {r['events']:>8} {_num(r['seconds'], 2):>9} {_num(r['events_per_s']):>10}"
-                         f" {r['failed']:>8}   {_cpu(r.get('cpu_ms_per_event'))}")
+            lines.append(
+                f"    {r['workers']:>7} {r['events']:>8} {_num(r['seconds'], 2):>9} {_num(r['events_per_s']):>10}"
+                f" {r['failed']:>8}   {_cpu(r.get('cpu_ms_per_event'))}"
+            )
         bare = results.get("relay_without_rq")
         if bare:
-            lines.append(f"    diagnostic, no RQ job per event ({bare['drainers']} sweeper.deliver_here loops):"
-                         f" {_num(bare['events_per_s'])} events/s, CPU ms/event {_cpu(bare.get('cpu_ms_per_event'))}")
+            lines.append(
+                f"    diagnostic, no RQ job per event ({bare['drainers']} sweeper.deliver_here loops):"
+                f" {_num(bare['events_per_s'])} events/s, CPU ms/event {_cpu(bare.get('cpu_ms_per_event'))}"
+            )
         lines.append("")
     if results.get("relay_latency"):
-        lines += ["    commit → ENTREGADO (delivered_at − created_at), create_order at a steady rate, 1 sweeper",
-                  "    (p99 split: created → claimed is the commit, the wake-up and the queue; claimed → delivered the",
-                  "    POST and the record)",
-                  "    wake-up             workers  orders/s  events    p50 ms     p99 ms     max ms  undelivered"
-                  "  p99 → claimed  p99 claimed →"]
+        lines += [
+            "    commit → ENTREGADO (delivered_at − created_at), create_order at a steady rate, 1 sweeper",
+            "    (p99 split: created → claimed is the commit, the wake-up and the queue; claimed → delivered the",
+            "    POST and the record)",
+            "    wake-up             workers  orders/s  events    p50 ms     p99 ms     max ms  undelivered"
+            "  p99 → claimed  p99 claimed →",
+        ]
         for r in results["relay_latency"]:
-            lines.append(f"    {r['wakeup']:<19} {r['workers']:>7} {r['rate']:>9.0f} {r['events']:>7} {_num(r['p50_ms']):>9}"
-                         f" {_num(r['p99_ms']):>10} {_num(r['max_ms']):>10} {r['undelivered']:>12}"
-                         f" {_num(r.get('p99_to_claim_ms')):>14} {_num(r.get('p99_claimed_ms')):>14}")
+            lines.append(
+                f"    {r['wakeup']:<19} {r['workers']:>7} {r['rate']:>9.0f} {r['events']:>7} {_num(r['p50_ms']):>9}"
+                f" {_num(r['p99_ms']):>10} {_num(r['max_ms']):>10} {r['undelivered']:>12}"
+                f" {_num(r.get('p99_to_claim_ms')):>14} {_num(r.get('p99_claimed_ms')):>14}"
+            )
         lines.append("")
     if results.get("mixed"):
         from bench.mixed import table as mixed_table
+
         lines += mixed_table(results["mixed"])
     if results.get("growth"):
         from bench.growth import table as growth_table
+
         lines += growth_table(results["growth"])
-    for title, checked in (("Targets (issue 8)", results["targets"]),
-                           ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or [])):
+    for title, checked in (
+        ("Targets (issue 8)", results["targets"]),
+        ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or []),
+    ):
         if not checked:
             continue
         lines += [title, f"    {'target':<52} {'measured':>16}   {'goal':<15} verdict"]

@@ -53,10 +53,14 @@ class Stack:
     def __init__(self, base_env: dict):
         self.workdir = Path(tempfile.mkdtemp(prefix="nexo-bench-"))
         self.commands = procfile()
-        self.env = {**base_env, "NEXO_ENV": "demo", "PYTHONUNBUFFERED": "1",
-                    "SECRET_KEY": base_env.get("SECRET_KEY") or secrets.token_urlsafe(32)}
+        self.env = {
+            **base_env,
+            "NEXO_ENV": "demo",
+            "PYTHONUNBUFFERED": "1",
+            "SECRET_KEY": base_env.get("SECRET_KEY") or secrets.token_urlsafe(32),
+        }
         self.env.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="nexo-bench-prometheus-"))
-        self.env["NEXO_SANDBOX_DIR"] = str(self.workdir)    # the fakes' SQLite files (Procfile --db)
+        self.env["NEXO_SANDBOX_DIR"] = str(self.workdir)  # the fakes' SQLite files (Procfile --db)
         self.procs: list[subprocess.Popen] = []
         self.web_url: str | None = None
         self.web: subprocess.Popen | None = None
@@ -68,8 +72,7 @@ class Stack:
         argv = self.argv(name, env)
         log_path = self.workdir / f"{name}-{len(self.procs)}.log"
         with open(log_path, "ab") as log:
-            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         proc.log_path = log_path
         self.procs.append(proc)
         return proc
@@ -78,7 +81,7 @@ class Stack:
         """The Procfile command of `name` with its $VARIABLES from env (KeyError names one env lacks)."""
         argv = shlex.split(Template(self.commands[name]).substitute(env))
         if argv[0] == "python":
-            argv[0] = sys.executable     # the venv's interpreter, as make run's supervisord config names it
+            argv[0] = sys.executable  # the venv's interpreter, as make run's supervisord config names it
         return argv
 
     def start_fakes(self) -> None:
@@ -107,8 +110,11 @@ class Stack:
         procs = [self.start("worker", **overrides) for _ in range(count)]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            new = [w for w in Worker.all(connection=connection) if w.name not in before
-                   and Settings.from_env(self.env).relay_queue in w.queue_names()]
+            new = [
+                w
+                for w in Worker.all(connection=connection)
+                if w.name not in before and Settings.from_env(self.env).relay_queue in w.queue_names()
+            ]
             if len(new) >= count:
                 return procs
             for proc in procs:

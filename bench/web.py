@@ -19,8 +19,8 @@ from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urlsplit
 
 _CSRF = re.compile(r'name="csrf_token"[^>]*value="([^"]+)"')
-FORM_ROWS = 5                 # the form shows 5 line rows; the unused ones are posted empty, as a browser does
-IDLE_S = 1.0                  # gunicorn closes idle keep-alive connections after 2 s: reconnect before that
+FORM_ROWS = 5  # the form shows 5 line rows; the unused ones are posted empty, as a browser does
+IDLE_S = 1.0  # gunicorn closes idle keep-alive connections after 2 s: reconnect before that
 
 
 class Salesperson:
@@ -34,8 +34,7 @@ class Salesperson:
         self._conn: http.client.HTTPConnection | None = None
         self._used = 0.0
         status, page = self.request("GET", "/login")
-        status, _ = self.request("POST", "/login", {"username": username, "password": password,
-                                                    "csrf_token": _token(page)})
+        status, _ = self.request("POST", "/login", {"username": username, "password": password, "csrf_token": _token(page)})
         if status != 302:
             raise RuntimeError(f"login of {username} answered {status}")
         # Flask-WTF's token is bound to the session and valid for hours: one GET serves every later POST.
@@ -76,8 +75,13 @@ class Salesperson:
 
     def post_order(self, client_id, lines: list[tuple[str, int]], warehouse: str = "CEN") -> tuple[int, str]:
         """POST /orders/new with a fresh request_id, as the form does; returns (status, body)."""
-        form = {"csrf_token": self.csrf, "request_id": str(uuid.uuid4()), "client_id": str(client_id),
-                "deposit_id": warehouse, "delivery_method": ""}
+        form = {
+            "csrf_token": self.csrf,
+            "request_id": str(uuid.uuid4()),
+            "client_id": str(client_id),
+            "deposit_id": warehouse,
+            "delivery_method": "",
+        }
         for i in range(max(FORM_ROWS, len(lines))):
             sku, quantity = lines[i] if i < len(lines) else ("", "")
             form[f"lines-{i}-sku"], form[f"lines-{i}-quantity"] = sku, str(quantity)
@@ -89,8 +93,7 @@ def log_in_all(base_url: str, usernames: list[str], password: str, parallel: int
     started = time.monotonic()
     with ThreadPoolExecutor(parallel) as pool:
         people = list(pool.map(lambda name: Salesperson(base_url, name, password), usernames))
-    print(f"[bench]   {len(people)} salespeople logged in through /login in {time.monotonic() - started:.1f} s",
-          flush=True)
+    print(f"[bench]   {len(people)} salespeople logged in through /login in {time.monotonic() - started:.1f} s", flush=True)
     return people
 
 

@@ -40,7 +40,7 @@ def deliver_events(event_ids: list[str], request_id: str | None = None, drain: b
     """
     if _context is None:
         raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
-    bind_request_id(request_id)       # the HTTP request that wrote the events, on this job's log lines
+    bind_request_id(request_id)  # the HTTP request that wrote the events, on this job's log lines
     if drain:
         job = get_current_job()
         wakeup.clear_pending(job.connection, job.origin)
@@ -48,7 +48,6 @@ def deliver_events(event_ids: list[str], request_id: str | None = None, drain: b
     if drain and delivered.budget_spent and not _stop.is_set():
         try:
             wakeup.enqueue_next_drain(job.connection, _context.settings)
-        except Exception as exc:   # Redis gone meanwhile: the sweeper finds them (ADR-004)
-            log.warning("next drain job not enqueued (%s: %s); the sweeper will deliver the rest",
-                        type(exc).__name__, exc)
+        except Exception as exc:  # Redis gone meanwhile: the sweeper finds them (ADR-004)
+            log.warning("next drain job not enqueued (%s: %s); the sweeper will deliver the rest", type(exc).__name__, exc)
     return delivered.outcomes

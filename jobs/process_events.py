@@ -35,8 +35,13 @@ def all_processes() -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Acknowledge every event, recorded or not: a listener that stops answering stalls supervisord's events."""
     parser = argparse.ArgumentParser(prog="python -m jobs.process_events", description=__doc__)
-    parser.add_argument("--fatal-retry-s", type=float, default=FATAL_COOLDOWN_S, metavar="SECONDS",
-                        help=f"start a FATAL program again after SECONDS (default {FATAL_COOLDOWN_S:g})")
+    parser.add_argument(
+        "--fatal-retry-s",
+        type=float,
+        default=FATAL_COOLDOWN_S,
+        metavar="SECONDS",
+        help=f"start a FATAL program again after SECONDS (default {FATAL_COOLDOWN_S:g})",
+    )
     args = parser.parse_args(argv)
     configure_logging()
     try:
@@ -45,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nexo process_events: configuration error: {exc}", file=sys.stderr)
         return 2
     db = Database(settings.database_url, max_size=1, timeout_s=3, name="process_events")
-    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, all_processes,
-                                    cooldown_s=args.fatal_retry_s)
+    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, all_processes, cooldown_s=args.fatal_retry_s)
     # A program may have gone FATAL while no listener ran (this one restarting): check before the first tick.
     try:
         recorder.revive_fatal()

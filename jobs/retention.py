@@ -22,8 +22,9 @@ log = logging.getLogger("jobs.retention")
 def main(argv: list[str] | None = None) -> int:
     """Run retention once (exit 1 if a destination failed) or every N seconds until stopped."""
     parser = argparse.ArgumentParser(prog="python -m jobs.retention", description=__doc__)
-    parser.add_argument("--every", type=float, metavar="SECONDS",
-                        help="keep running, one pass every SECONDS (86400 = daily); omit to run once")
+    parser.add_argument(
+        "--every", type=float, metavar="SECONDS", help="keep running, one pass every SECONDS (86400 = daily); omit to run once"
+    )
     args = parser.parse_args(argv)
     if args.every is not None and args.every <= 0:
         parser.error("--every must be greater than 0")

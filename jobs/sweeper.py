@@ -33,8 +33,13 @@ def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     cadence = settings.relay
-    log.info("sweeper %s: every %.1f s (lease %.1f s, delivery timeout %.1f s)", ctx.worker,
-             cadence.sweep_interval_s, cadence.lease_s, cadence.delivery_timeout_s)
+    log.info(
+        "sweeper %s: every %.1f s (lease %.1f s, delivery timeout %.1f s)",
+        ctx.worker,
+        cadence.sweep_interval_s,
+        cadence.lease_s,
+        cadence.delivery_timeout_s,
+    )
     try:
         sweeper.run_forever(ctx, Wakeup(make_redis(settings.redis_url), settings), stop)
     finally:

@@ -65,11 +65,16 @@ def main() -> int:
         return 2
     kind, queue = settings.relay_worker_class, settings.relay_queue
     if kind == "simple":
-        deliver.use_context(relay.build_context(settings, "worker"))    # once, for every job of this process
+        deliver.use_context(relay.build_context(settings, "worker"))  # once, for every job of this process
     worker_class = _relay_worker(WORKER_CLASSES[kind], settings)
     connection = redis.Redis.from_url(settings.redis_url)
-    log.info("relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s", kind, queue,
-             settings.relay.job_timeout_s, settings.relay.lease_s)
+    log.info(
+        "relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s",
+        kind,
+        queue,
+        settings.relay.job_timeout_s,
+        settings.relay.lease_s,
+    )
     while not _stopping:
         # A fresh name each time: a worker that lost Redis could not deregister its old one.
         name = f"relay-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"

@@ -35,7 +35,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         REMEMBER_COOKIE_HTTPONLY=True,
-        WTF_CSRF_TIME_LIMIT=8 * 3600,          # a salesperson keeps a form open all morning
+        WTF_CSRF_TIME_LIMIT=8 * 3600,  # a salesperson keeps a form open all morning
         MAX_CONTENT_LENGTH=256 * 1024,
     )
     if test_config:
@@ -46,9 +46,12 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
 
     # The last line of the form input guard (nexo/form_input.py): no control character a route let
     # through reaches the database.
-    app.extensions["nexo.db"] = Database(settings.database_url, max_size=settings.db_pool_max,
-                                         timeout_s=settings.db_pool_timeout_s,
-                                         configure=form_input.refuse_control_characters)
+    app.extensions["nexo.db"] = Database(
+        settings.database_url,
+        max_size=settings.db_pool_max,
+        timeout_s=settings.db_pool_timeout_s,
+        configure=form_input.refuse_control_characters,
+    )
     app.extensions["nexo.redis"] = make_redis(settings.redis_url)
     app.extensions["nexo.wakeup"] = Wakeup(app.extensions["nexo.redis"], settings)
     app.extensions["nexo.client_options"] = ClientOptions()
@@ -72,7 +75,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     @app.before_request
     def require_login():
         if problems.is_api_request():
-            return None     # the API authenticates bearer keys itself, never the session (nexo/api/views.py)
+            return None  # the API authenticates bearer keys itself, never the session (nexo/api/views.py)
         if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
             return login_manager.unauthorized()
         return None
@@ -85,6 +88,7 @@ def create_app(settings: Settings | None = None, test_config: dict | None = None
     @app.context_processor
     def navigation():
         from nexo.navigation import nav_links
+
         return {"nav_links": nav_links}
 
     _register_blueprints(app)
@@ -109,8 +113,21 @@ def _register_blueprints(app: Flask) -> None:
     from nexo.orders import views as order_views
     from nexo.warehouse import views as warehouse_views
 
-    for module in (errors, health, home, auth_views, users_cli, order_views, credit_views, warehouse_views,
-                   deadletter_views, ops_views, api_views, api_key_pages, apikeys_cli):
+    for module in (
+        errors,
+        health,
+        home,
+        auth_views,
+        users_cli,
+        order_views,
+        credit_views,
+        warehouse_views,
+        deadletter_views,
+        ops_views,
+        api_views,
+        api_key_pages,
+        apikeys_cli,
+    ):
         app.register_blueprint(module.bp)
 
 
@@ -144,4 +161,3 @@ def _register_cli(app: Flask) -> None:
             demo.load(tx.conn, app.config["NEXO_SETTINGS"].demo_password)
             tx.commit()
         click.echo("demo data: loaded the Nexo morning")
-

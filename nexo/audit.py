@@ -10,8 +10,7 @@ SYSTEM_ACTOR = "system"
 def append(conn, *, actor: str, action: str, object_type: str, object_id, details: dict | None = None) -> int:
     """Write one audit row in the caller's transaction and return its id."""
     row = conn.execute(
-        "INSERT INTO audit_log (actor, action, object_type, object_id, details)"
-        " VALUES (%s, %s, %s, %s, %s) RETURNING id",
+        "INSERT INTO audit_log (actor, action, object_type, object_id, details) VALUES (%s, %s, %s, %s, %s) RETURNING id",
         [actor, action, object_type, str(object_id), Jsonb(details or {})],
     ).fetchone()
     return row["id"] if isinstance(row, dict) else row[0]

@@ -39,13 +39,20 @@ class Transaction:
 class Database:
     """A lazily opened pool, re-created in a forked child (gunicorn workers, RQ work horses)."""
 
-    def __init__(self, url: str, *, max_size: int = 10, timeout_s: float = 5.0, name: str = "nexo",
-                 configure: Callable[[psycopg.Connection], None] | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = 10,
+        timeout_s: float = 5.0,
+        name: str = "nexo",
+        configure: Callable[[psycopg.Connection], None] | None = None,
+    ):
         self.url = url
         self.max_size = max_size
         self.timeout_s = timeout_s
         self.name = name
-        self.configure = configure          # run on every new connection (the web app's input guard)
+        self.configure = configure  # run on every new connection (the web app's input guard)
         self._pool: ConnectionPool | None = None
         self._pid: int | None = None
         self._lock = threading.Lock()
@@ -59,10 +66,16 @@ class Database:
                     # check: a pooled connection broken by a database restart is found and replaced
                     # before anyone uses it, instead of failing a request (check_lent_connection).
                     self._pool = ConnectionPool(
-                        self.url, min_size=1, max_size=self.max_size, timeout=self.timeout_s,
-                        check=check_lent_connection, configure=self.configure,
+                        self.url,
+                        min_size=1,
+                        max_size=self.max_size,
+                        timeout=self.timeout_s,
+                        check=check_lent_connection,
+                        configure=self.configure,
                         kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(self.timeout_s))},
-                        name=f"{self.name}-{os.getpid()}", open=False)
+                        name=f"{self.name}-{os.getpid()}",
+                        open=False,
+                    )
                     self._pool.open(wait=False)
                     self._pid = os.getpid()
         return self._pool

@@ -52,15 +52,17 @@ def load(conn, password: str) -> None:
     for code, name in WAREHOUSES:
         conn.execute("INSERT INTO warehouse (id, name) VALUES (%s, %s)", [code, name])
     for sku, name, stock_cen, price in PRODUCTS:
-        product_id = conn.execute(
-            "INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]).fetchone()["id"]
-        conn.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', %s),"
-                     " (%s, 'NOR', 0)", [product_id, stock_cen, product_id])
+        product_id = conn.execute("INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]).fetchone()["id"]
+        conn.execute(
+            "INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', %s), (%s, 'NOR', 0)",
+            [product_id, stock_cen, product_id],
+        )
         if price is not None:
             conn.execute("INSERT INTO price_list (product_id, price_cents) VALUES (%s, %s)", [product_id, price])
     for name, tier, limit, exposure in CLIENTS:
-        conn.execute("INSERT INTO client (name, tier, credit_limit_cents, exposure_cents) VALUES (%s, %s, %s, %s)",
-                     [name, tier, limit, exposure])
+        conn.execute(
+            "INSERT INTO client (name, tier, credit_limit_cents, exposure_cents) VALUES (%s, %s, %s, %s)",
+            [name, tier, limit, exposure],
+        )
     for username, full_name, role in USERS:
         create_user(conn, username, full_name, _password_hash(password), [role])
-

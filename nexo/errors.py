@@ -34,17 +34,21 @@ MESSAGES = {
 # cut before or after its commit, so whether it was kept is unknown: the page never says "nothing
 # was saved", it says how to find out or how to repeat it safely.
 DATABASE_DOWN_READ = "La base de datos no responde. Probá de nuevo en unos segundos."
-DATABASE_DOWN_WRITE = ("La base de datos no responde, y no sabemos si la operación llegó a guardarse. "
-                       "Volvé a la página en unos segundos y revisá su estado antes de repetirla.")
+DATABASE_DOWN_WRITE = (
+    "La base de datos no responde, y no sabemos si la operación llegó a guardarse. "
+    "Volvé a la página en unos segundos y revisá su estado antes de repetirla."
+)
 # Endpoints whose POST is safe to repeat after an unknown outcome, and what to tell the person. Their
 # 503 page carries the posted form back with a button that sends it again, unchanged.
 # nexo/orders registers the order form: its requestId makes a repeat return the same order (ADR-005).
 RETRY_ADVICE: dict[str, str] = {}
 
 # The last resort when even the error template cannot be rendered: no template, no database.
-_BARE_PAGE = ('<!doctype html><html lang="es"><head><meta charset="utf-8"><title>{title} · Nexo</title></head>'
-              '<body><main><section data-error-status="{status}"><h1>{title}</h1><p>{message}</p>'
-              '<p><a href="/">Volver al inicio</a></p></section></main></body></html>')
+_BARE_PAGE = (
+    '<!doctype html><html lang="es"><head><meta charset="utf-8"><title>{title} · Nexo</title></head>'
+    '<body><main><section data-error-status="{status}"><h1>{title}</h1><p>{message}</p>'
+    '<p><a href="/">Volver al inicio</a></p></section></main></body></html>'
+)
 
 
 def register_error_format(app, prefix: str, render) -> None:
@@ -70,7 +74,7 @@ def render_error(status: int, message: str | None = None, **context):
     message = message or default
     try:
         return render_template("errors/error.html", status=status, title=title, message=message, **context), status
-    except Exception as exc:   # e.g. the database went away while the page asked for the user
+    except Exception as exc:  # e.g. the database went away while the page asked for the user
         log.error("error page for %s could not be rendered (%s); sent the bare one", status, type(exc).__name__)
         page = _BARE_PAGE.format(status=status, title=escape(title), message=escape(message))
         return page, status, {"Content-Type": "text/html; charset=utf-8"}
@@ -79,8 +83,7 @@ def render_error(status: int, message: str | None = None, **context):
 @bp.app_errorhandler(CSRFError)
 def csrf_error(error):
     log.info("CSRF refused on %s: %s", request.path, error.description)
-    return render_error(400, "El formulario venció o no es válido. Volvé a abrirlo y envialo de nuevo.",
-                        csrf=True)
+    return render_error(400, "El formulario venció o no es válido. Volvé a abrirlo y envialo de nuevo.", csrf=True)
 
 
 @bp.app_errorhandler(HTTPException)
@@ -115,8 +118,9 @@ for _exc in DatabaseUnavailable:
 def control_character_refused(error):
     # The last line of nexo/form_input.py: a route sent a control character on to the database.
     log.warning("control character refused before the database on %s %s", request.method, request.endpoint)
-    return render_error(400, "El formulario tiene caracteres de control no permitidos (por ejemplo un byte nulo). "
-                             "Revisalo y envialo de nuevo.")
+    return render_error(
+        400, "El formulario tiene caracteres de control no permitidos (por ejemplo un byte nulo). Revisalo y envialo de nuevo."
+    )
 
 
 @bp.app_errorhandler(RedisError)

@@ -50,8 +50,9 @@ class NoControlCharacters:
 
     def __call__(self, form, field) -> None:
         # raw_data is what was sent, before any filter (str.strip() would hide \x1c-\x1f at the ends).
-        if any(isinstance(value, str) and has_control_characters(value, multiline=self.multiline)
-               for value in field.raw_data or ()):
+        if any(
+            isinstance(value, str) and has_control_characters(value, multiline=self.multiline) for value in field.raw_data or ()
+        ):
             raise ValidationError(self.message)
 
 

@@ -24,7 +24,8 @@ def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version text PRIMARY KEY, checksum text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())")
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             rows = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
             applied = {version: checksum for version, checksum in rows}
             for path in sorted(directory.glob("*.sql")):
@@ -36,8 +37,7 @@ def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
                     continue
                 with conn.transaction():
                     conn.execute(sql)
-                    conn.execute("INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)",
-                                 [path.stem, checksum])
+                    conn.execute("INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)", [path.stem, checksum])
                 log.info("applied migration %s", path.name)
                 done.append(path.stem)
         finally:

@@ -35,8 +35,9 @@ def nav_links() -> list[dict]:
     for label, endpoint, permission in NAV_ITEMS:
         if current_user.can(permission):
             badge = badges.get(endpoint)
-            links.append({"label": label, "url": url_for(endpoint), "endpoint": endpoint,
-                          "badge": _count(badge) if badge else None})
+            links.append(
+                {"label": label, "url": url_for(endpoint), "endpoint": endpoint, "badge": _count(badge) if badge else None}
+            )
     return links
 
 

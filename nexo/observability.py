@@ -28,7 +28,8 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _SECRETS = re.compile(
     r"(?i)(bearer\s+)[^\s\"',;]+"
     r"|(\b(?:password|passwd|secret|token|session|csrf_token)[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"
-    r"|(\b(?:cookie|set-cookie|authorization)[\"']?\s*:\s*)[^\n\"]+")
+    r"|(\b(?:cookie|set-cookie|authorization)[\"']?\s*:\s*)[^\n\"]+"
+)
 
 
 def new_request_id(incoming: str | None = None) -> str:
@@ -55,6 +56,7 @@ def request_id_scope(value: str | None) -> Iterator[str]:
 
 def init_app(app) -> None:
     """Bind a request id to each request (call before any other request hook), echo it, unbind it at the end."""
+
     def bind_to_request():
         g.request_id = new_request_id(request.headers.get("X-Request-ID"))
         bind_request_id(g.request_id)
@@ -89,9 +91,13 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, request id, message, extra fields, exception."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
-                 "logger": record.name, "request_id": getattr(record, "request_id", None) or request_id_var.get(),
-                 "msg": redact(record.getMessage())}
+        entry = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", None) or request_id_var.get(),
+            "msg": redact(record.getMessage()),
+        }
         entry.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             entry["exc"] = redact(self.formatException(record.exc_info))
@@ -130,9 +136,13 @@ class GunicornLogger(_GunicornBaseLogger):
         status = resp.status.split(None, 1)[0] if isinstance(resp.status, str) else str(resp.status)
         headers = resp.headers.items() if hasattr(resp.headers, "items") else resp.headers
         request_id = next((v for k, v in headers if k.lower() == "x-request-id"), "-")
-        fields = {"method": environ.get("REQUEST_METHOD"), "path": environ.get("PATH_INFO"),
-                  "status": int(status) if status.isdigit() else status,
-                  "duration_ms": request_time.seconds * 1000 + request_time.microseconds // 1000,
-                  "bytes": getattr(resp, "sent", None)}
-        self.access_log.info("%s %s %s", fields["method"], fields["path"], status,
-                             extra={"request_id": request_id, "fields": fields})
+        fields = {
+            "method": environ.get("REQUEST_METHOD"),
+            "path": environ.get("PATH_INFO"),
+            "status": int(status) if status.isdigit() else status,
+            "duration_ms": request_time.seconds * 1000 + request_time.microseconds // 1000,
+            "bytes": getattr(resp, "sent", None),
+        }
+        self.access_log.info(
+            "%s %s %s", fields["method"], fields["path"], status, extra={"request_id": request_id, "fields": fields}
+        )

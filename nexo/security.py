@@ -35,10 +35,20 @@ from nexo.settings import SecuritySettings
 
 log = logging.getLogger(__name__)
 
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "font-src 'self'",
-    "connect-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'", "frame-ancestors 'none'",
-])
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -81,6 +91,7 @@ def add_security_headers(response):
 
 # --- login rate limits -------------------------------------------------------------------------
 
+
 def login_rate_limited(view):
     """Mark a view for the login limits; init_app wraps it with this app's limiter."""
     view.nexo_login_rate_limited = True
@@ -105,6 +116,7 @@ def _breached(kind: str):
     def on_breach(limit) -> None:
         g.retry_after_s = max(1, int(limit.reset_at - time.time()))
         log.warning("login rate limit reached (%s); refusing with 429", kind)
+
     return on_breach
 
 
@@ -116,21 +128,33 @@ def _storage_uri(redis_url: str) -> str:
 def _init_login_limits(app, settings: SecuritySettings, redis_url: str) -> None:
     """One limiter per app (tests build several apps against different Redis servers)."""
     limiter = Limiter(
-        _client_key, storage_uri=_storage_uri(redis_url),
+        _client_key,
+        storage_uri=_storage_uri(redis_url),
         # Fail fast when Redis hangs: a login waits at most about a second for its limit check.
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
-        strategy="moving-window", key_prefix="nexo-login",
+        strategy="moving-window",
+        key_prefix="nexo-login",
         # Fail open: with Redis down the check is skipped and flask-limiter logs the error
         # ("Failed to rate limit. Swallowing error"); a login must not depend on the job transport.
-        swallow_errors=True, headers_enabled=False)
+        swallow_errors=True,
+        headers_enabled=False,
+    )
     limiter.init_app(app)
     app.extensions["nexo.limiter"] = limiter
-    per_username = limiter.limit(settings.login_limit_per_username,
-                                 key_func=_username_key, methods=["POST"], deduct_when=_failed_login,
-                                 on_breach=_breached("per username"))
-    per_ip = limiter.limit(settings.login_limit_per_ip,
-                           key_func=_client_key, methods=["POST"], deduct_when=_failed_login,
-                           on_breach=_breached("per client address"))
+    per_username = limiter.limit(
+        settings.login_limit_per_username,
+        key_func=_username_key,
+        methods=["POST"],
+        deduct_when=_failed_login,
+        on_breach=_breached("per username"),
+    )
+    per_ip = limiter.limit(
+        settings.login_limit_per_ip,
+        key_func=_client_key,
+        methods=["POST"],
+        deduct_when=_failed_login,
+        on_breach=_breached("per client address"),
+    )
     limited = RateLimited(endpoints=set(), blueprints=set())
     for endpoint, view in list(app.view_functions.items()):
         if getattr(view, "nexo_login_rate_limited", False):

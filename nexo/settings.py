@@ -63,7 +63,7 @@ class RelayCadence:
     lease_s: float = 30.0
     sweep_interval_s: float = 10.0
     job_timeout_s: float = 20.0
-    max_attempts: int = 8          # a proposal to validate with Operations (docs/unknowns.md)
+    max_attempts: int = 8  # a proposal to validate with Operations (docs/unknowns.md)
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 3600.0
 
@@ -94,15 +94,17 @@ def check_relay_cadence(c: RelayCadence) -> None:
         raise SettingsError(
             f"RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}) rounded down to whole seconds must be at least "
             f"RELAY_DELIVERY_TIMEOUT_S ({c.delivery_timeout_s}) + {DELIVERY_WAIT_MARGIN_S + RECORD_MARGIN_S:g} s: "
-            "a job must outlive its HTTP call and the bookkeeping around it")
+            "a job must outlive its HTTP call and the bookkeeping around it"
+        )
     if not c.lease_s > c.job_timeout_s:
         raise SettingsError(
             f"RELAY_LEASE_S ({c.lease_s}) must be greater than RELAY_JOB_TIMEOUT_S ({c.job_timeout_s}): "
-            "a lease that ends before the job does lets a second worker deliver while the first still runs")
+            "a lease that ends before the job does lets a second worker deliver while the first still runs"
+        )
     if not c.lease_s > c.sweep_interval_s > 0:
         raise SettingsError(
-            f"RELAY_SWEEP_INTERVAL_S ({c.sweep_interval_s}) must be greater than 0 and less than "
-            f"RELAY_LEASE_S ({c.lease_s})")
+            f"RELAY_SWEEP_INTERVAL_S ({c.sweep_interval_s}) must be greater than 0 and less than RELAY_LEASE_S ({c.lease_s})"
+        )
     if c.max_attempts < 1:
         raise SettingsError("RELAY_MAX_ATTEMPTS must be at least 1")
     if not 0 < c.backoff_base_s <= c.backoff_cap_s:
@@ -115,9 +117,9 @@ class SecuritySettings:
 
     login_limit_per_username: str = "5 per 15 minutes"
     login_limit_per_ip: str = "20 per 15 minutes"
-    cookie_secure: str = "auto"            # auto: Secure on HTTPS responses; always: Secure everywhere
+    cookie_secure: str = "auto"  # auto: Secure on HTTPS responses; always: Secure everywhere
     trusted_proxies: int = 0
-    api_limit_per_key: str = "600 per minute"   # every request of one API key (nexo/api/setup.py)
+    api_limit_per_key: str = "600 per minute"  # every request of one API key (nexo/api/setup.py)
 
 
 def _security(env: dict) -> SecuritySettings:
@@ -133,9 +135,11 @@ def _security(env: dict) -> SecuritySettings:
         trusted_proxies=int(proxies),
         api_limit_per_key=env.get("API_RATE_LIMIT", "").strip() or defaults.api_limit_per_key,
     )
-    for name, value in (("LOGIN_RATE_LIMIT_USERNAME", security.login_limit_per_username),
-                        ("LOGIN_RATE_LIMIT_IP", security.login_limit_per_ip),
-                        ("API_RATE_LIMIT", security.api_limit_per_key)):
+    for name, value in (
+        ("LOGIN_RATE_LIMIT_USERNAME", security.login_limit_per_username),
+        ("LOGIN_RATE_LIMIT_IP", security.login_limit_per_ip),
+        ("API_RATE_LIMIT", security.api_limit_per_key),
+    ):
         try:
             parse_limit(value)
         except ValueError:
@@ -168,8 +172,11 @@ def _relay_process(env: dict) -> dict:
     worker_class = env.get("RELAY_WORKER_CLASS", "").strip() or "simple"
     if worker_class not in WORKER_CLASSES:
         raise SettingsError(f"RELAY_WORKER_CLASS={worker_class!r} must be one of {', '.join(WORKER_CLASSES)}")
-    return {"relay_queue": env.get("RELAY_QUEUE", "").strip() or "nexo-relay", "relay_wakeup": wakeup == "on",
-            "relay_worker_class": worker_class}
+    return {
+        "relay_queue": env.get("RELAY_QUEUE", "").strip() or "nexo-relay",
+        "relay_wakeup": wakeup == "on",
+        "relay_worker_class": worker_class,
+    }
 
 
 @dataclass(frozen=True)
@@ -188,14 +195,14 @@ class Settings:
     db_pool_timeout_s: float
     relay: RelayCadence = field(default_factory=RelayCadence)
     dead_letter_grace_days: int = 90
-    outbox_retention_days: int | None = None   # open question: None keeps delivered events forever
+    outbox_retention_days: int | None = None  # open question: None keeps delivered events forever
     security: SecuritySettings = field(default_factory=SecuritySettings)
     dlq_fresh_login_s: float = 900.0
     # The directory this host's processes share for Prometheus values (multiprocess mode); None: one process.
     prometheus_multiproc_dir: str | None = None
-    relay_queue: str = "nexo-relay"            # RELAY_QUEUE: the RQ queue of the relay's wake-ups
-    relay_wakeup: bool = True                  # RELAY_WAKEUP=off: committed events wait for the sweeper
-    relay_worker_class: str = "simple"         # RELAY_WORKER_CLASS: rq's SimpleWorker, or fork (ADR-008)
+    relay_queue: str = "nexo-relay"  # RELAY_QUEUE: the RQ queue of the relay's wake-ups
+    relay_wakeup: bool = True  # RELAY_WAKEUP=off: committed events wait for the sweeper
+    relay_worker_class: str = "simple"  # RELAY_WORKER_CLASS: rq's SimpleWorker, or fork (ADR-008)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -215,8 +222,7 @@ class Settings:
             delivery_timeout_s=_number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0),
             lease_s=_number(env, "RELAY_LEASE_S", 30.0),
             sweep_interval_s=_number(env, "RELAY_SWEEP_INTERVAL_S", 10.0),
-            job_timeout_s=_number(env, "RELAY_JOB_TIMEOUT_S",
-                                  _number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0) + 5.0),
+            job_timeout_s=_number(env, "RELAY_JOB_TIMEOUT_S", _number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0) + 5.0),
             max_attempts=int(_number(env, "RELAY_MAX_ATTEMPTS", 8, minimum=1)),
             backoff_base_s=_number(env, "RELAY_BACKOFF_BASE_S", 1.0),
             backoff_cap_s=_number(env, "RELAY_BACKOFF_CAP_S", 3600.0),

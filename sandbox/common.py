@@ -62,16 +62,16 @@ class Store:
             row = conn.execute("SELECT body_hash, result FROM effect WHERE key = ?", [key]).fetchone()
             if row is not None:
                 if row["body_hash"] != body_hash:
-                    return 422, {"error": "idempotency_key_reused",
-                                 "detail": "esta Idempotency-Key ya se usó con otro contenido"}
+                    return 422, {"error": "idempotency_key_reused", "detail": "esta Idempotency-Key ya se usó con otro contenido"}
                 conn.execute("UPDATE effect SET deliveries = deliveries + 1 WHERE key = ?", [key])
                 return 201, json.loads(row["result"])
-            conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1)"
-                         " ON CONFLICT (name) DO UPDATE SET value = value + 1")
+            conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1")
             seq = conn.execute("SELECT value FROM counter WHERE name = 'seq'").fetchone()["value"]
             result = make_result(seq)
-            conn.execute("INSERT INTO effect (key, body_hash, payload, result, applied_at) VALUES (?, ?, ?, ?, ?)",
-                         [key, body_hash, json.dumps(payload), json.dumps(result), _now()])
+            conn.execute(
+                "INSERT INTO effect (key, body_hash, payload, result, applied_at) VALUES (?, ?, ?, ?, ?)",
+                [key, body_hash, json.dumps(payload), json.dumps(result), _now()],
+            )
             return 201, result
 
     def get(self, key: str) -> dict | None:
@@ -104,8 +104,13 @@ class Store:
 
 
 def _effect(row: sqlite3.Row) -> dict:
-    return {"key": row["key"], "payload": json.loads(row["payload"]), "result": json.loads(row["result"]),
-            "applied_at": row["applied_at"], "deliveries": row["deliveries"]}
+    return {
+        "key": row["key"],
+        "payload": json.loads(row["payload"]),
+        "result": json.loads(row["result"]),
+        "applied_at": row["applied_at"],
+        "deliveries": row["deliveries"],
+    }
 
 
 def _hash(payload: dict) -> str:
@@ -140,11 +145,11 @@ def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[i
         if mode.name in EXTRA_MODES:
             return misbehave(mode, lambda: store.apply(key, payload, make_result))
         if mode.name == "timeout_before":
-            time.sleep(mode.delay_s)          # the caller gave up long ago; nothing was applied
+            time.sleep(mode.delay_s)  # the caller gave up long ago; nothing was applied
             return jsonify(error="tiempo_agotado"), 504
         status, body = store.apply(key, payload, make_result)
         if mode.name == "timeout_after":
-            time.sleep(mode.delay_s)          # applied, but the answer arrives after the caller's timeout
+            time.sleep(mode.delay_s)  # applied, but the answer arrives after the caller's timeout
         return jsonify(body), status
 
     @app.get(f"/{resource}/<key>")

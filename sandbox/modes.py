@@ -31,17 +31,16 @@ MODES = CONTRACT_MODES + EXTRA_MODES
 DEFAULT_DELAY_S = 30.0
 
 
-
 @dataclass
 class Mode:
     """What the fake does with the next requests; `times` None means until changed."""
 
     name: str = "ok"
     times: int | None = None
-    delay_s: float = DEFAULT_DELAY_S       # timeout modes, slow_headers, no_answer: how long
-    interval_s: float = 0.5                # dribble, slow_headers: between bytes; huge_body: between chunks
-    size_bytes: int = 20_000_000           # huge_body
-    status: int = 200                      # huge_body
+    delay_s: float = DEFAULT_DELAY_S  # timeout modes, slow_headers, no_answer: how long
+    interval_s: float = 0.5  # dribble, slow_headers: between bytes; huge_body: between chunks
+    size_bytes: int = 20_000_000  # huge_body
+    status: int = 200  # huge_body
 
 
 def parse_mode(body: dict) -> Mode | str:
@@ -96,14 +95,18 @@ def misbehave(mode: Mode, apply: Callable[[], tuple[int, dict]]) -> Response:
     """The answer of one of the EXTRA_MODES."""
     if mode.name == "dribble":
         return dribble(mode, apply)
-    return {"error_4xx_nul": error_4xx_nul, "error_4xx_bad_charset": error_4xx_bad_charset,
-            "slow_headers": slow_headers, "huge_body": huge_body,
-            "no_answer": no_answer}[mode.name](mode)
+    return {
+        "error_4xx_nul": error_4xx_nul,
+        "error_4xx_bad_charset": error_4xx_bad_charset,
+        "slow_headers": slow_headers,
+        "huge_body": huge_body,
+        "no_answer": no_answer,
+    }[mode.name](mode)
 
 
 NUL_BODY = b"solicitud rechazada\x00por el destino\x01\x07\x1b[31m (campo\x00 cliente)\r\n\x7f fin"
 HUGE_CHUNK = 64 * 1024
-SLOW_LIMIT_S = 120.0     # a dribble nobody reads any more stops here at the latest
+SLOW_LIMIT_S = 120.0  # a dribble nobody reads any more stops here at the latest
 
 
 def error_4xx_nul(_mode) -> Response:
@@ -113,8 +116,7 @@ def error_4xx_nul(_mode) -> Response:
 
 def error_4xx_bad_charset(_mode) -> Response:
     """A permanent refusal labelled with a charset Python has no codec for."""
-    return Response("solicitud rechazada: campo inválido".encode(), status=400,
-                    content_type="text/plain; charset=bogus")
+    return Response("solicitud rechazada: campo inválido".encode(), status=400, content_type="text/plain; charset=bogus")
 
 
 def dribble(mode, apply: Callable[[], tuple[int, dict]]) -> Response:
@@ -129,8 +131,10 @@ def dribble(mode, apply: Callable[[], tuple[int, dict]]) -> Response:
                 return
             time.sleep(mode.interval_s)
             yield bytes([byte])
-    return Response(one_byte_at_a_time(), status=status, content_type="application/json",
-                    headers={"Content-Length": str(len(data))})
+
+    return Response(
+        one_byte_at_a_time(), status=status, content_type="application/json", headers={"Content-Length": str(len(data))}
+    )
 
 
 def slow_headers(mode) -> Response:
@@ -143,13 +147,14 @@ def slow_headers(mode) -> Response:
             time.sleep(mode.interval_s)
             conn.sendall(b"z")
     except OSError:
-        pass                  # the client gave up, which is the point
+        pass  # the client gave up, which is the point
     _hang_up(conn)
-    return Response(status=200)   # werkzeug's own write now fails on the closed socket and is dropped
+    return Response(status=200)  # werkzeug's own write now fails on the closed socket and is dropped
 
 
 def huge_body(mode) -> Response:
     """Answer `status` with size_bytes of filler, in 64 KiB chunks interval_s apart."""
+
     def chunks() -> Iterator[bytes]:
         left = mode.size_bytes
         while left > 0:
@@ -158,8 +163,8 @@ def huge_body(mode) -> Response:
             yield b"x" * piece
             if mode.interval_s:
                 time.sleep(mode.interval_s)
-    return Response(chunks(), status=mode.status, content_type="text/plain",
-                    headers={"Content-Length": str(mode.size_bytes)})
+
+    return Response(chunks(), status=mode.status, content_type="text/plain", headers={"Content-Length": str(mode.size_bytes)})
 
 
 def no_answer(mode) -> Response:

@@ -18,8 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Keep docs/architecture.md's table in step with this list.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input",
-                    "lock_order"}),
+    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "lock_order"}),
     ("platform", {"extensions", "audit", "telemetry", "processes", "security", "errors", "navigation"}),
     ("outbox", {"outbox"}),
     ("identity", {"auth"}),
@@ -74,8 +73,7 @@ def imported_modules(tree: ast.Module, module: str, is_package: bool) -> list[tu
                 base = ".".join(package + ([base] if base else []))
             if base in ("nexo", "jobs"):
                 # `from nexo import create_app` names the factory itself, `from nexo import audit` a module.
-                found += [(node.lineno, f"{base}.{alias.name}" if _is_module(base, alias.name) else base)
-                          for alias in node.names]
+                found += [(node.lineno, f"{base}.{alias.name}" if _is_module(base, alias.name) else base) for alias in node.names]
             else:
                 found.append((node.lineno, base))
     return found
@@ -89,11 +87,18 @@ def environment_reads(tree: ast.Module) -> list[int]:
     """Lines that read the process environment: os.environ, os.getenv, or `from os import environ/getenv`."""
     lines = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb") \
-                and isinstance(node.value, ast.Name) and node.value.id == "os":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "environb", "getenv", "getenvb")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        ):
             lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
-                and any(alias.name in ("environ", "environb", "getenv", "getenvb") for alias in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(alias.name in ("environ", "environb", "getenv", "getenvb") for alias in node.names)
+        ):
             lines.append(node.lineno)
     return lines
 
@@ -112,8 +117,10 @@ def check() -> list[str]:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
         if rel != SETTINGS_MODULE and rel not in SUPERVISOR_PROTOCOL and (rel, "reads the environment") not in ALLOWED:
-            problems += [f"{rel}:{line}: reads the environment; only {SETTINGS_MODULE} may (add a Settings field)"
-                         for line in environment_reads(tree)]
+            problems += [
+                f"{rel}:{line}: reads the environment; only {SETTINGS_MODULE} may (add a Settings field)"
+                for line in environment_reads(tree)
+            ]
         module = module_name(path)
         source = component(module)
         if source is None:
@@ -130,8 +137,10 @@ def check() -> list[str]:
             if target not in LAYER_OF:
                 problems.append(f"{rel}:{line}: imports {target_module}, whose component {target!r} is in no layer")
             elif LAYER_OF[target] >= LAYER_OF[source]:
-                problems.append(f"{rel}:{line}: {source} ({LAYERS[LAYER_OF[source]][0]}) imports {target_module} "
-                                f"({LAYERS[LAYER_OF[target]][0]}): imports must go to a lower layer")
+                problems.append(
+                    f"{rel}:{line}: {source} ({LAYERS[LAYER_OF[source]][0]}) imports {target_module} "
+                    f"({LAYERS[LAYER_OF[target]][0]}): imports must go to a lower layer"
+                )
     return problems
 
 

@@ -49,7 +49,8 @@ def _record_worker_death(server, pid: int) -> None:
 
     try:
         with psycopg.connect(Settings.from_env().database_url, connect_timeout=2, autocommit=True) as conn:
-            repository.insert_event(conn, socket.gethostname(), "web.worker", "worker_exited", pid,
-                                    "gunicorn replaced a worker that died")
+            repository.insert_event(
+                conn, socket.gethostname(), "web.worker", "worker_exited", pid, "gunicorn replaced a worker that died"
+            )
     except Exception as exc:  # the database is down: the arbiter's own log line is all there is
         server.log.warning("could not record the death of worker %s: %s", pid, type(exc).__name__)

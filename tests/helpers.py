@@ -36,8 +36,12 @@ def http_login(base_url: str, username: str, password: str = DEMO_PASSWORD) -> r
     """A requests session logged in through the real login form of a live server."""
     session = requests.Session()
     token = csrf_token(session.get(base_url + "/login", timeout=10).text)
-    response = session.post(base_url + "/login", data={"username": username, "password": password,
-                                                       "csrf_token": token}, allow_redirects=False, timeout=10)
+    response = session.post(
+        base_url + "/login",
+        data={"username": username, "password": password, "csrf_token": token},
+        allow_redirects=False,
+        timeout=10,
+    )
     assert response.status_code == 302, response.status_code
     return session
 
@@ -52,8 +56,14 @@ def running_gunicorn(env: dict | None = None, log_path: Path | None = None) -> I
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), "PORT": str(port)}
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     finally:
         if log_path:
             log.close()

@@ -90,11 +90,13 @@ def fake_servers():
         procs.append(_start_fake(module, port, workdir / f"{dest}.sqlite3", workdir / f"{dest}.log"))
         urls[dest] = f"http://127.0.0.1:{port}"
     for dest, url in urls.items():
+
         def answers(url=url):
             try:
                 return requests.get(url + "/__sandbox/health", timeout=1).status_code == 200
             except requests.RequestException:
                 return False
+
         wait_until(answers, timeout=20, message=f"the {dest} fake did not start (log in {workdir})")
     yield urls
     for proc in procs:
@@ -114,7 +116,7 @@ def fakes(fake_servers, monkeypatch) -> FakeDestinations:
     monkeypatch.setenv("FISCAL_URL", handle.fiscal_url)
     monkeypatch.setenv("WAREHOUSE_URL", handle.warehouse_url)
     yield handle
-    handle.reset()       # a fake left in a timeout mode must not slow down the next test
+    handle.reset()  # a fake left in a timeout mode must not slow down the next test
 
 
 @pytest.fixture

@@ -58,8 +58,7 @@ class FakeDestinations:
         """Base URL of one fake."""
         return self.urls[dest]
 
-    def set_mode(self, dest: str, mode: str, times: int | None = None, delay_s: float | None = None,
-                 **fields) -> None:
+    def set_mode(self, dest: str, mode: str, times: int | None = None, delay_s: float | None = None, **fields) -> None:
         """Make a fake answer the next `times` requests (or all, until changed) in this mode.
 
         `fields` are the extra fields of sandbox/modes.py's modes (interval_s, size_bytes, status).
@@ -95,8 +94,13 @@ class FakeDestinations:
 
 def _start_fake(module: str, port: int, storage: Path, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "ab")
-    return subprocess.Popen([sys.executable, "-m", module, "--port", str(port), "--db", str(storage)],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, "--port", str(port), "--db", str(storage)],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 class RelayProcesses:
@@ -114,8 +118,14 @@ class RelayProcesses:
         for _ in range(count):
             log_path = self.workdir / f"{module}-{len(self.procs)}.log"
             with open(log_path, "ab") as log:
-                proc = subprocess.Popen([sys.executable, "-m", module], cwd=ROOT, env=env, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", module],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             self._logs[proc.pid] = log_path
             self.procs.append(proc)
             started.append(proc)
@@ -149,7 +159,7 @@ class RelayProcesses:
                 self.kill(proc)
             except ProcessLookupError:
                 pass
-        try:   # whatever is left of its group (a work horse) goes too
+        try:  # whatever is left of its group (a work horse) goes too
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
@@ -203,8 +213,23 @@ class PrivateRedis:
 
         with open(self.workdir / "redis.log", "ab") as log:
             self.proc = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", str(self.workdir)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    self.binary,
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.workdir),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
 
         def pong():
@@ -212,6 +237,7 @@ class PrivateRedis:
                 return client.ping()
             except redis.RedisError:
                 return False
+
         wait_until(pong, timeout=15, message="private redis-server did not start")
 
     def stop(self) -> None:
@@ -237,28 +263,39 @@ def insert_confirmed_orders(db, count: int, *, sku: str = "TOR-010", quantity: i
         ref = tx.execute(
             "SELECT c.id AS client_id, c.name AS client_name, u.id AS user_id, p.id AS product_id,"
             " pl.price_cents FROM client c, app_user u, product p JOIN price_list pl ON pl.product_id = p.id"
-            " WHERE c.name = 'Corralón del Sur' AND u.username = 'vendedor1' AND p.sku = %s", [sku]).fetchone()
+            " WHERE c.name = 'Corralón del Sur' AND u.username = 'vendedor1' AND p.sku = %s",
+            [sku],
+        ).fetchone()
         total = ref["price_cents"] * quantity
         orders, lines, events = [], [], []
         for _ in range(count):
             order_id, fiscal_id, handoff_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
             orders.append((order_id, ref["client_id"], ref["user_id"], total))
             lines.append((order_id, ref["product_id"], sku, quantity, ref["price_cents"]))
-            base = {"order_id": str(order_id), "client_id": str(ref["client_id"]),
-                    "client_name": ref["client_name"], "warehouse_id": "CEN",
-                    "lines": [{"sku": sku, "quantity": quantity, "unit_price_cents": ref["price_cents"]}]}
-            events.append((fiscal_id, order_id, "billing.intent_recorded", "fiscal",
-                           Jsonb({**base, "total_cents": total})))
+            base = {
+                "order_id": str(order_id),
+                "client_id": str(ref["client_id"]),
+                "client_name": ref["client_name"],
+                "warehouse_id": "CEN",
+                "lines": [{"sku": sku, "quantity": quantity, "unit_price_cents": ref["price_cents"]}],
+            }
+            events.append((fiscal_id, order_id, "billing.intent_recorded", "fiscal", Jsonb({**base, "total_cents": total})))
             events.append((handoff_id, order_id, "order.handoff_requested", "warehouse", Jsonb(base)))
             seeded.append(SeededOrder(order_id, fiscal_id, handoff_id))
         with tx.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status)"
-                " VALUES (%s, %s, 'CEN', %s, 'CONFIRMADO', %s, 'PENDIENTE_FACTURACION')", orders)
-            cur.executemany("INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)"
-                            " VALUES (%s, %s, %s, %s, %s)", lines)
-            cur.executemany("INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload)"
-                            " VALUES (%s, %s, %s, %s, %s)", events)
+                " VALUES (%s, %s, 'CEN', %s, 'CONFIRMADO', %s, 'PENDIENTE_FACTURACION')",
+                orders,
+            )
+            cur.executemany(
+                "INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents) VALUES (%s, %s, %s, %s, %s)",
+                lines,
+            )
+            cur.executemany(
+                "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload) VALUES (%s, %s, %s, %s, %s)",
+                events,
+            )
         tx.commit()
     return seeded
 
@@ -299,5 +336,6 @@ def without_queued_wakeup(connection, settings, event_ids: list) -> list:
     A waiting drain job (the coalesced commit-time wake-up, ADR-008) covers every due event.
     """
     from nexo.outbox.wakeup import queued_wakeups
+
     waiting = queued_wakeups(connection, settings)
     return [e for e in event_ids if not any(w.covers(str(e)) for w in waiting)]

@@ -25,10 +25,23 @@ from supervisor.xmlrpc import SupervisorTransport
 
 from tests.helpers import ROOT, free_port
 
-RELAY_KNOBS = {"RELAY_DELIVERY_TIMEOUT_S": "3", "RELAY_LEASE_S": "10", "RELAY_SWEEP_INTERVAL_S": "1",
-               "RELAY_MAX_ATTEMPTS": "6", "RELAY_BACKOFF_BASE_S": "0.5", "RELAY_BACKOFF_CAP_S": "2"}
-_DROP = ("DATABASE_URL", "REDIS_URL", "FISCAL_URL", "WAREHOUSE_URL", "PROMETHEUS_MULTIPROC_DIR", "SECRET_KEY",
-         "PYTEST_CURRENT_TEST")
+RELAY_KNOBS = {
+    "RELAY_DELIVERY_TIMEOUT_S": "3",
+    "RELAY_LEASE_S": "10",
+    "RELAY_SWEEP_INTERVAL_S": "1",
+    "RELAY_MAX_ATTEMPTS": "6",
+    "RELAY_BACKOFF_BASE_S": "0.5",
+    "RELAY_BACKOFF_CAP_S": "2",
+}
+_DROP = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "FISCAL_URL",
+    "WAREHOUSE_URL",
+    "PROMETHEUS_MULTIPROC_DIR",
+    "SECRET_KEY",
+    "PYTEST_CURRENT_TEST",
+)
 
 
 def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.2):
@@ -50,12 +63,28 @@ class RunningStack:
         self.data_dir = Path(tempfile.mkdtemp(prefix="nexo-run-"))
         self.output = self.data_dir / "stack.out"
         env = {k: v for k, v in os.environ.items() if k not in _DROP}
-        env.update({"NEXO_DATA_DIR": str(self.data_dir), "PORT": str(free_port()), "NEXO_ENV": "demo",
-                    "RELAY_WORKERS": "2", "WEB_WORKERS": "2", "WEB_THREADS": "4", **RELAY_KNOBS, **(extra_env or {})})
+        env.update(
+            {
+                "NEXO_DATA_DIR": str(self.data_dir),
+                "PORT": str(free_port()),
+                "NEXO_ENV": "demo",
+                "RELAY_WORKERS": "2",
+                "WEB_WORKERS": "2",
+                "WEB_THREADS": "4",
+                **RELAY_KNOBS,
+                **(extra_env or {}),
+            }
+        )
         with open(self.output, "wb") as out:
             # Its own session, like a terminal's foreground job: Ctrl-C is a SIGINT to the whole group.
-            self.proc = subprocess.Popen([sys.executable, "scripts/stack.py", "run"], cwd=ROOT, env=env,
-                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "scripts/stack.py", "run"],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.redis_url = None
 
     def wait_ready(self) -> None:
@@ -69,8 +98,16 @@ class RunningStack:
         if self.proc.poll() is not None:
             raise AssertionError(f"make run exited with {self.proc.returncode}:\n{self.text()[-3000:]}")
         text = self.text()
-        found = [re.search(p, text) for p in (r"Nexo: (http://\S+)", r"fiscal: (http://\S+)", r"warehouse: (http://\S+)",
-                                              r"embedded Postgres on (\S+)", r"embedded Redis on (\S+)")]
+        found = [
+            re.search(p, text)
+            for p in (
+                r"Nexo: (http://\S+)",
+                r"fiscal: (http://\S+)",
+                r"warehouse: (http://\S+)",
+                r"embedded Postgres on (\S+)",
+                r"embedded Redis on (\S+)",
+            )
+        ]
         return [m.group(1) for m in found] if all(found) else None
 
     def text(self) -> str:
@@ -100,9 +137,11 @@ class RunningStack:
 
     def wait_restarted(self, program: str, old_pid: int, timeout_s: float = 20) -> int:
         """The program's new pid, once supervisord has started it again and it stayed up."""
+
         def restarted():
             info = self.info(program)
             return info["pid"] if info["statename"] == "RUNNING" and info["pid"] not in (0, old_pid) else None
+
         return wait_for(restarted, timeout_s, f"{program} restarted (was pid {old_pid})")
 
     # --- HTTP and data --------------------------------------------------------------------------
@@ -128,8 +167,11 @@ class RunningStack:
             with contextlib.suppress(OSError):
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 environ = (entry / "environ").read_bytes()
-                if (marker in environ.split(b"\0") or str(self.data_dir) in cmdline
-                        or f"redis-server 127.0.0.1:{redis_port}" in cmdline):
+                if (
+                    marker in environ.split(b"\0")
+                    or str(self.data_dir) in cmdline
+                    or f"redis-server 127.0.0.1:{redis_port}" in cmdline
+                ):
                     found.append(f"{entry.name} {cmdline}")
         return found
 

@@ -11,8 +11,7 @@ from flask import Response
 
 def json_response(body, status: int = 200, headers: dict | None = None) -> Response:
     """An application/json response."""
-    response = Response(json.dumps(body, default=_default, ensure_ascii=False), status=status,
-                        mimetype="application/json")
+    response = Response(json.dumps(body, default=_default, ensure_ascii=False), status=status, mimetype="application/json")
     response.headers.update(headers or {})
     return response
 

@@ -56,8 +56,14 @@ def create_key(db, *, name: str, username: str, actor: str) -> str:
             key_id = repo.insert_key(tx.conn, name=name, user_id=user_id, key_sha256=hash_key(key))
         except UniqueViolation:
             raise ApiKeyError(f"a live key named {name!r} already exists; revoke it first") from None
-        audit.append(tx.conn, actor=actor, action="api_key.created", object_type="api_key", object_id=key_id,
-                     details={"name": name, "user": username.strip().lower()})
+        audit.append(
+            tx.conn,
+            actor=actor,
+            action="api_key.created",
+            object_type="api_key",
+            object_id=key_id,
+            details={"name": name, "user": username.strip().lower()},
+        )
         tx.commit()
     return key
 
@@ -69,8 +75,14 @@ def revoke_key(db, *, name: str, actor: str) -> int:
         if key is None:
             raise ApiKeyError(f"no live key named {name!r}")
         repo.revoke_key(tx.conn, key["id"])
-        audit.append(tx.conn, actor=actor, action="api_key.revoked", object_type="api_key", object_id=key["id"],
-                     details={"name": key["name"]})
+        audit.append(
+            tx.conn,
+            actor=actor,
+            action="api_key.revoked",
+            object_type="api_key",
+            object_id=key["id"],
+            details={"name": key["name"]},
+        )
         tx.commit()
     return key["id"]
 

@@ -33,16 +33,26 @@ REASONS = {
     "unavailable": (503, "Service unavailable"),
 }
 # An HTTP error raised by Flask/Werkzeug (routing, body size, rate limit) in the API's words.
-REASON_BY_STATUS = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-                    405: "method_not_allowed", 409: "request_in_progress", 413: "payload_too_large",
-                    415: "unsupported_media_type", 429: "rate_limited", 503: "unavailable"}
+REASON_BY_STATUS = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "request_in_progress",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    503: "unavailable",
+}
 
 
 class ApiProblem(Exception):
     """An API refusal, turned into problem+json by the API's error handler."""
 
-    def __init__(self, reason: str, detail: str, *, errors: dict | None = None, headers: dict | None = None,
-                 extra: dict | None = None):
+    def __init__(
+        self, reason: str, detail: str, *, errors: dict | None = None, headers: dict | None = None, extra: dict | None = None
+    ):
         super().__init__(detail)
         self.reason, self.detail = reason, detail
         self.errors, self.headers, self.extra = errors, headers or {}, extra or {}
@@ -53,12 +63,19 @@ def is_api_request() -> bool:
     return request.path.startswith(API_PREFIX)
 
 
-def problem_response(reason: str, detail: str, *, errors: dict | None = None, headers: dict | None = None,
-                     extra: dict | None = None) -> Response:
+def problem_response(
+    reason: str, detail: str, *, errors: dict | None = None, headers: dict | None = None, extra: dict | None = None
+) -> Response:
     """The problem+json response of a reason."""
     status, title = REASONS[reason]
-    body = {"type": f"urn:nexo:problem:{reason}", "title": title, "status": status, "detail": detail,
-            "reason": reason, **(extra or {})}
+    body = {
+        "type": f"urn:nexo:problem:{reason}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "reason": reason,
+        **(extra or {}),
+    }
     if errors is not None:
         body["errors"] = errors
     response = Response(json.dumps(body, ensure_ascii=False), status=status, mimetype=PROBLEM_JSON)
@@ -71,8 +88,7 @@ def problem_response(reason: str, detail: str, *, errors: dict | None = None, he
 
 def from_problem(problem: ApiProblem) -> Response:
     """The response of a raised ApiProblem."""
-    return problem_response(problem.reason, problem.detail, errors=problem.errors, headers=problem.headers,
-                            extra=problem.extra)
+    return problem_response(problem.reason, problem.detail, errors=problem.errors, headers=problem.headers, extra=problem.extra)
 
 
 def from_http_status(status: int, description: str | None = None) -> Response:
@@ -80,8 +96,11 @@ def from_http_status(status: int, description: str | None = None) -> Response:
     reason = REASON_BY_STATUS.get(status, "internal_error" if status >= 500 else "invalid_request")
     if reason == "unavailable":
         # Whether a cut-off write was kept is unknown; the key makes repeating it safe (ADR-005, ADR-015).
-        return problem_response(reason, "A service Nexo needs is not answering. Send the same request again, with "
-                                "the same Idempotency-Key, after Retry-After: it is never applied twice.",
-                                headers={"Retry-After": "5"})
+        return problem_response(
+            reason,
+            "A service Nexo needs is not answering. Send the same request again, with "
+            "the same Idempotency-Key, after Retry-After: it is never applied twice.",
+            headers={"Retry-After": "5"},
+        )
     detail = description or REASONS[reason][1]
     return problem_response(reason, detail, errors={"body": [detail]} if reason == "invalid_request" else None)

@@ -42,13 +42,23 @@ def catalog(conn, *, text: str = "", after: str | None = None, limit: int | None
     rows = order_queries.find_skus(conn, text, limit=None if limit is None else limit + 1, after=after)
     more = limit is not None and len(rows) > limit
     rows = rows[:limit] if more else rows
-    items = [{"sku": row["sku"], "name": row["name"], "price_cents": row["price_cents"],
-              "available": dict(row["available"])} for row in rows]
+    items = [
+        {"sku": row["sku"], "name": row["name"], "price_cents": row["price_cents"], "available": dict(row["available"])}
+        for row in rows
+    ]
     return items, rows[-1]["sku"] if more else None
 
 
 def _order_json(row: dict) -> dict:
-    return {"id": row["id"], "status": row["status"], "billing_status": row["billing_status"],
-            "client_id": row["client_id"], "deposit_id": row["deposit_id"], "delivery_method": row["delivery_method"],
-            "total_cents": row["total_cents"], "created_at": row["created_at"], "lines": row["lines"],
-            "events": row["events"]}
+    return {
+        "id": row["id"],
+        "status": row["status"],
+        "billing_status": row["billing_status"],
+        "client_id": row["client_id"],
+        "deposit_id": row["deposit_id"],
+        "delivery_method": row["delivery_method"],
+        "total_cents": row["total_cents"],
+        "created_at": row["created_at"],
+        "lines": row["lines"],
+        "events": row["events"],
+    }

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 def insert_key(conn, *, name: str, user_id: int, key_sha256: str) -> int:
     """Store a new key's hash; return its id."""
-    return conn.execute("INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id",
-                        [name, user_id, key_sha256]).fetchone()["id"]
+    return conn.execute(
+        "INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id", [name, user_id, key_sha256]
+    ).fetchone()["id"]
 
 
 def live_key_named(conn, name: str) -> dict | None:
     """The unrevoked key with this name, locked for the caller's transaction, or None."""
-    return conn.execute("SELECT id, name, user_id FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE",
-                        [name]).fetchone()
+    return conn.execute(
+        "SELECT id, name, user_id FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE", [name]
+    ).fetchone()
 
 
 def revoke_key(conn, key_id: int) -> None:
@@ -34,7 +36,9 @@ def key_with_user(conn, key_sha256: str) -> dict | None:
           LEFT JOIN role_permission rp ON rp.role_name = ur.role_name
          WHERE k.key_sha256 = %s AND k.revoked_at IS NULL
          GROUP BY k.id, u.id
-        """, [key_sha256]).fetchone()
+        """,
+        [key_sha256],
+    ).fetchone()
 
 
 def touch_key(conn, key_id: int) -> None:
@@ -49,7 +53,8 @@ def all_keys(conn) -> list[dict]:
         SELECT k.id, k.name, u.username, u.full_name, k.created_at, k.last_used_at, k.revoked_at
           FROM api_key k JOIN app_user u ON u.id = k.user_id
          ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC
-        """).fetchall()
+        """
+    ).fetchall()
 
 
 def user_id_by_username(conn, username: str) -> int | None:
@@ -90,5 +95,7 @@ def orders_page(conn, salesperson_id: int, *, status: str | None, after: tuple |
     if after is not None:
         where.append("(o.created_at, o.id) < (%s, %s)")
         params.extend(after)
-    return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)}"
-                        " ORDER BY o.created_at DESC, o.id DESC LIMIT %s", [*params, limit]).fetchall()
+    return conn.execute(
+        f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)} ORDER BY o.created_at DESC, o.id DESC LIMIT %s",
+        [*params, limit],
+    ).fetchall()

@@ -86,7 +86,7 @@ class CatalogQuery(BaseModel):
     """GET /api/v1/catalog query, all optional: without `limit`, every product (CONTRACT.md)."""
 
     model_config = ConfigDict(extra="forbid")
-    q: Annotated[str, Field(max_length=40)] | None = None          # a prefix of the SKU or of the name
+    q: Annotated[str, Field(max_length=40)] | None = None  # a prefix of the SKU or of the name
     limit: Annotated[int, Field(ge=1, le=500)] | None = None
     cursor: Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9_-]*$")] | None = None
 

@@ -41,6 +41,10 @@ def init_app(app, settings: SecuritySettings) -> None:
 
     register_error_format(app, problems.API_PREFIX, problems.from_http_status)
     limiter = app.extensions["nexo.limiter"]
-    limiter.limit(settings.api_limit_per_key, key_func=_presented_key,
-                  on_breach=_breached, exempt_when=lambda: request.endpoint == "api.openapi")(bp)
+    limiter.limit(
+        settings.api_limit_per_key,
+        key_func=_presented_key,
+        on_breach=_breached,
+        exempt_when=lambda: request.endpoint == "api.openapi",
+    )(bp)
     app.extensions["nexo.rate_limited"].blueprints.add(bp.name)

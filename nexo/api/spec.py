@@ -18,8 +18,11 @@ from nexo.api.schemas import Problem
 def _invalid_request(req, resp, req_validation_error, instance, model_adapter) -> None:
     # spectree's `before` hook: a request the models refuse becomes our 400 problem, not its own 422.
     if req_validation_error is not None:
-        raise ApiProblem("invalid_request", "The request does not match the schema; see errors.",
-                         errors=field_errors(model_adapter.validation_errors(req_validation_error)))
+        raise ApiProblem(
+            "invalid_request",
+            "The request does not match the schema; see errors.",
+            errors=field_errors(model_adapter.validation_errors(req_validation_error)),
+        )
 
 
 def field_errors(errors: list[dict]) -> dict[str, list[str]]:
@@ -34,15 +37,29 @@ def field_errors(errors: list[dict]) -> dict[str, list[str]]:
 
 
 api_spec = SpecTree(
-    "flask", mode="strict", title="Nexo Orders API", version="1",
-    description=("Orders for integrations (web shop, B2B portal, EDI gateway) with the order form's "
-                 "guarantees: one order per Idempotency-Key and intent, prices from the server, credit "
-                 "and stock decided in one transaction. Errors are RFC 9457 problem+json with a `reason`."),
-    security_schemes=[SecurityScheme(name="bearer", data=SecuritySchemeData(
-        type="http", scheme="bearer", description="An API key (`flask --app app apikeys create`)."))],
-    security={"bearer": []}, before=_invalid_request, validation_error_status=400, validation_error_model=Problem,
+    "flask",
+    mode="strict",
+    title="Nexo Orders API",
+    version="1",
+    description=(
+        "Orders for integrations (web shop, B2B portal, EDI gateway) with the order form's "
+        "guarantees: one order per Idempotency-Key and intent, prices from the server, credit "
+        "and stock decided in one transaction. Errors are RFC 9457 problem+json with a `reason`."
+    ),
+    security_schemes=[
+        SecurityScheme(
+            name="bearer",
+            data=SecuritySchemeData(type="http", scheme="bearer", description="An API key (`flask --app app apikeys create`)."),
+        )
+    ],
+    security={"bearer": []},
+    before=_invalid_request,
+    validation_error_status=400,
+    validation_error_model=Problem,
     # Plain model names in the document (spectree's default adds a hash of the module path).
-    naming_strategy=lambda model: model.__name__, nested_naming_strategy=lambda _parent, child: child)
+    naming_strategy=lambda model: model.__name__,
+    nested_naming_strategy=lambda _parent, child: child,
+)
 
 
 def responses(**by_status) -> Response:
@@ -56,13 +73,21 @@ _HEADER_DOCS = {
     "Idempotent-Replayed": "`true` when this answer replays the first request with the same Idempotency-Key.",
     "Retry-After": "Seconds to wait before trying again.",
 }
-_RESPONSE_HEADERS = {("post", "201"): ("Location", "Idempotent-Replayed"), ("post", "409"): ("Retry-After",),
-                     ("*", "429"): ("Retry-After",), ("*", "503"): ("Retry-After",)}
+_RESPONSE_HEADERS = {
+    ("post", "201"): ("Location", "Idempotent-Replayed"),
+    ("post", "409"): ("Retry-After",),
+    ("*", "429"): ("Retry-After",),
+    ("*", "503"): ("Retry-After",),
+}
 IDEMPOTENCY_KEY_PARAMETER = {
-    "name": "Idempotency-Key", "in": "header", "required": True,
-    "description": ("A UUID chosen by the client for one intent and sent again, unchanged, on every retry "
-                    "of it (IETF httpapi Idempotency-Key; a quoted sf-string is accepted). The browser form's "
-                    "request_id and this key are one key space. See docs/adr/ADR-015."),
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": True,
+    "description": (
+        "A UUID chosen by the client for one intent and sent again, unchanged, on every retry "
+        "of it (IETF httpapi Idempotency-Key; a quoted sf-string is accepted). The browser form's "
+        "request_id and this key are one key space. See docs/adr/ADR-015."
+    ),
     "schema": {"type": "string", "format": "uuid"},
 }
 
@@ -82,6 +107,7 @@ def document(base: dict) -> dict:
                     response["content"] = {PROBLEM_JSON: response["content"].pop("application/json")}
                 names = _RESPONSE_HEADERS.get((method, status), ()) + _RESPONSE_HEADERS.get(("*", status), ())
                 if names:
-                    response["headers"] = {name: {"description": _HEADER_DOCS[name], "schema": {"type": "string"}}
-                                           for name in names}
+                    response["headers"] = {
+                        name: {"description": _HEADER_DOCS[name], "schema": {"type": "string"}} for name in names
+                    }
     return doc

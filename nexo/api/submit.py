@@ -49,22 +49,31 @@ class _BoundedLockWait:
 def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
     """Run create_order for this key and body as the key's user, and answer as CONTRACT.md says."""
     cmd = commands.CreateOrder(
-        request_id=key, client_id=body.client_id, warehouse_id=body.deposit_id,
+        request_id=key,
+        client_id=body.client_id,
+        warehouse_id=body.deposit_id,
         lines=tuple(commands.OrderLineRequest(line.sku, line.quantity) for line in body.lines),
-        salesperson_id=principal.user.id, delivery_method=(body.delivery_method or "").strip() or None,
-        correlation_id=g.get("request_id"), api_key_id=principal.key_id)
+        salesperson_id=principal.user.id,
+        delivery_method=(body.delivery_method or "").strip() or None,
+        correlation_id=g.get("request_id"),
+        api_key_id=principal.key_id,
+    )
     try:
         result = service.create_order(_BoundedLockWait(get_db(), LOCK_WAIT_MS), cmd, get_wakeup())
     except LockNotAvailable as exc:
         # Nothing was kept (the transaction rolled back). Which lock: the key's, or a stock/credit row.
         if "idempotency_keys" in (exc.diag.context or ""):
-            raise ApiProblem("request_in_progress", "A request with this Idempotency-Key is still being "
-                             "processed; send the same request again after Retry-After.",
-                             headers={"Retry-After": RETRY_AFTER_S}) from None
-        log.warning("api order request=%s waited over %d ms for a row lock: %s", key, LOCK_WAIT_MS,
-                    exc.diag.context)
-        raise ApiProblem("unavailable", "Nexo is too busy to take this order now; nothing was kept. Send the "
-                         "same request again after Retry-After.", headers={"Retry-After": RETRY_AFTER_S}) from None
+            raise ApiProblem(
+                "request_in_progress",
+                "A request with this Idempotency-Key is still being processed; send the same request again after Retry-After.",
+                headers={"Retry-After": RETRY_AFTER_S},
+            ) from None
+        log.warning("api order request=%s waited over %d ms for a row lock: %s", key, LOCK_WAIT_MS, exc.diag.context)
+        raise ApiProblem(
+            "unavailable",
+            "Nexo is too busy to take this order now; nothing was kept. Send the same request again after Retry-After.",
+            headers={"Retry-After": RETRY_AFTER_S},
+        ) from None
     return _respond(principal, key, result)
 
 
@@ -78,12 +87,17 @@ def _respond(principal: Principal, key: uuid.UUID, result: commands.OrderResult)
             return _reused(key)
         case commands.Rejected(problems=problems):
             detail = "; ".join(f"{p.sku}: {p.reason}" for p in problems)
-            raise ApiProblem(result.reasons[0], f"Order refused, nothing kept ({detail}). The same Idempotency-Key "
-                             "may be sent again and is evaluated anew.",
-                             extra={"problems": [{"sku": p.sku, "reason": p.reason} for p in problems]})
+            raise ApiProblem(
+                result.reasons[0],
+                f"Order refused, nothing kept ({detail}). The same Idempotency-Key may be sent again and is evaluated anew.",
+                extra={"problems": [{"sku": p.sku, "reason": p.reason} for p in problems]},
+            )
         case commands.Invalid(field_errors=field_errors):
-            raise ApiProblem("invalid_request", "The order refers to something that does not exist.",
-                             errors={name: [message] for name, message in field_errors.items()})
+            raise ApiProblem(
+                "invalid_request",
+                "The order refers to something that does not exist.",
+                errors={name: [message] for name, message in field_errors.items()},
+            )
 
 
 def _order(principal: Principal, key: uuid.UUID, order_id, *, replayed: bool):
@@ -100,5 +114,6 @@ def _order(principal: Principal, key: uuid.UUID, order_id, *, replayed: bool):
 
 
 def _reused(key: uuid.UUID):
-    raise ApiProblem("idempotency_key_reused", f"Idempotency-Key {key} was already used for another order. "
-                     "Use a new key for a new order.")
+    raise ApiProblem(
+        "idempotency_key_reused", f"Idempotency-Key {key} was already used for another order. Use a new key for a new order."
+    )

@@ -24,8 +24,7 @@ csrf.exempt(bp)
 # An order of MAX_LINES lines is a few KiB; 2,000 lines (~70 KiB) still reach the schema's precise error.
 MAX_BODY_BYTES = 128 * 1024
 # Endpoint -> the permission its key's user needs; get_order checks who may see the order itself.
-PERMISSIONS = {"api.create_order": "orders.create", "api.list_orders": "orders.create",
-               "api.catalog": "orders.create"}
+PERMISSIONS = {"api.create_order": "orders.create", "api.list_orders": "orders.create", "api.catalog": "orders.create"}
 PUBLIC = {"api.openapi"}
 
 
@@ -38,8 +37,11 @@ def authenticate():
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     principal = keys.authenticate(get_db(), presented.strip()) if scheme.lower() == "bearer" else None
     if principal is None:
-        raise ApiProblem("unauthorized", "Send a live API key as `Authorization: Bearer <key>`; a session "
-                         "cookie is not accepted here.", headers={"WWW-Authenticate": 'Bearer realm="nexo"'})
+        raise ApiProblem(
+            "unauthorized",
+            "Send a live API key as `Authorization: Bearer <key>`; a session cookie is not accepted here.",
+            headers={"WWW-Authenticate": 'Bearer realm="nexo"'},
+        )
     g.api_principal = principal
     permission = PERMISSIONS.get(request.endpoint)
     if permission and not principal.user.can(permission):
@@ -52,17 +54,22 @@ def authenticate():
 def _idempotency_key() -> uuid.UUID:
     raw = request.headers.get("Idempotency-Key")
     if raw is None:
-        raise ApiProblem("idempotency_key_missing", "POST /api/v1/orders needs an Idempotency-Key header: a UUID "
-                         "you create once per order and send again on every retry of it.")
+        raise ApiProblem(
+            "idempotency_key_missing",
+            "POST /api/v1/orders needs an Idempotency-Key header: a UUID "
+            "you create once per order and send again on every retry of it.",
+        )
     raw = raw.strip()
     if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        raw = raw[1:-1]        # the draft's sf-string form: "8e03978e-…"
+        raw = raw[1:-1]  # the draft's sf-string form: "8e03978e-…"
     try:
         return uuid.UUID(raw)
     except ValueError:
-        raise ApiProblem("invalid_request", "The Idempotency-Key must be a UUID.",
-                         errors={"Idempotency-Key": ["Must be a UUID, e.g. 8e03978e-40d5-43e8-bc93-6894a57f9324."]}) \
-            from None
+        raise ApiProblem(
+            "invalid_request",
+            "The Idempotency-Key must be a UUID.",
+            errors={"Idempotency-Key": ["Must be a UUID, e.g. 8e03978e-40d5-43e8-bc93-6894a57f9324."]},
+        ) from None
 
 
 def _require_json_object() -> None:
@@ -78,9 +85,11 @@ def api_problem(problem: ApiProblem):
 
 
 @bp.post("/orders")
-@api_spec.validate(json=OrderIn, resp=responses(HTTP_201=OrderOut, HTTP_400=Problem, HTTP_409=Problem,
-                                                HTTP_413=Problem, HTTP_415=Problem, HTTP_422=Problem),
-                   tags=["orders"])
+@api_spec.validate(
+    json=OrderIn,
+    resp=responses(HTTP_201=OrderOut, HTTP_400=Problem, HTTP_409=Problem, HTTP_413=Problem, HTTP_415=Problem, HTTP_422=Problem),
+    tags=["orders"],
+)
 def create_order():
     """Create an order, or replay the one already created with this Idempotency-Key.
 
@@ -115,8 +124,7 @@ def list_orders():
     query: OrdersQuery = request.context.query
     after = _decode_cursor(query.cursor) if query.cursor else None
     with get_db().reading_one() as conn:
-        orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after,
-                                               limit=query.limit)
+        orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after, limit=query.limit)
     return json_response({"orders": orders, "next_cursor": _encode_cursor(last) if last else None})
 
 
@@ -130,7 +138,7 @@ def catalog():
     """
     query: CatalogQuery = request.context.query
     after = _decode_sku_cursor(query.cursor) if query.cursor else None
-    with get_db().reading_one() as conn:       # one statement: no BEGIN, no ROLLBACK
+    with get_db().reading_one() as conn:  # one statement: no BEGIN, no ROLLBACK
         items, last = read_models.catalog(conn, text=query.q or "", after=after, limit=query.limit)
     return json_response({"items": items, "next_cursor": _encode_sku_cursor(last) if last else None})
 
@@ -147,6 +155,7 @@ def openapi():
 
 # Cursors are opaque to clients: base64url of a small JSON array. Orders page by (created_at, id),
 # the catalog by SKU; a cursor of one list is refused by the other.
+
 
 def _encode_cursor(last: tuple) -> str:
     created_at, order_id = last
@@ -185,5 +194,8 @@ def _unwrap(cursor: str):
 
 
 def _unknown_cursor() -> ApiProblem:
-    return ApiProblem("invalid_request", "Unknown cursor: pass next_cursor from the previous page as is.",
-                      errors={"cursor": ["Not a cursor this API issued."]})
+    return ApiProblem(
+        "invalid_request",
+        "Unknown cursor: pass next_cursor from the previous page as is.",
+        errors={"cursor": ["Not a cursor this API issued."]},
+    )

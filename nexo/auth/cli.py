@@ -15,8 +15,7 @@ bp = Blueprint("users", __name__, cli_group="users")
 @bp.cli.command("create")
 @click.argument("username")
 @click.option("--name", "full_name", required=True, help="Nombre visible.")
-@click.option("--role", "roles", multiple=True, required=True,
-              help="ventas, credito, deposito o dueno (se puede repetir).")
+@click.option("--role", "roles", multiple=True, required=True, help="ventas, credito, deposito o dueno (se puede repetir).")
 @click.password_option()
 def create(username: str, full_name: str, roles: tuple[str, ...], password: str) -> None:
     """Create USERNAME with the given roles; the password is asked for twice."""

@@ -12,6 +12,7 @@ from nexo.extensions import login_manager
 
 def permission_required(permission: str):
     """Guard a view with one permission."""
+
     def decorator(view):
         @wraps(view)
         def wrapped(*args, **kwargs):
@@ -20,6 +21,8 @@ def permission_required(permission: str):
             if not current_user.can(permission):
                 abort(403)
             return view(*args, **kwargs)
+
         wrapped.required_permission = permission
         return wrapped
+
     return decorator

@@ -66,7 +66,8 @@ def create_user(conn, username: str, full_name: str, password_hash: str, roles: 
     """Create a user with the given roles in the caller's transaction; return its id."""
     user_id = conn.execute(
         "INSERT INTO app_user (username, full_name, password_hash) VALUES (%s, %s, %s) RETURNING id",
-        [username.strip().lower(), full_name, password_hash]).fetchone()["id"]
+        [username.strip().lower(), full_name, password_hash],
+    ).fetchone()["id"]
     for role in roles:
         conn.execute("INSERT INTO user_role (user_id, role_name) VALUES (%s, %s)", [user_id, role])
     return user_id

@@ -17,10 +17,18 @@ def order_event_payload(conn, order_id) -> dict:
         SELECT o.id, o.warehouse_id, o.total_cents, c.id AS client_id, c.name AS client_name, c.tier
           FROM orders o JOIN client c ON c.id = o.client_id
          WHERE o.id = %s
-        """, [order_id]).fetchone()
+        """,
+        [order_id],
+    ).fetchone()
     lines = conn.execute(
-        "SELECT sku, quantity, unit_price_cents FROM order_line WHERE order_id = %s ORDER BY sku",
-        [order_id]).fetchall()
-    return order_payload(order_id=order["id"], client_id=order["client_id"], client_name=order["client_name"],
-                         tier=order["tier"], warehouse_id=order["warehouse_id"], total_cents=order["total_cents"],
-                         lines=[(line["sku"], line["quantity"], line["unit_price_cents"]) for line in lines])
+        "SELECT sku, quantity, unit_price_cents FROM order_line WHERE order_id = %s ORDER BY sku", [order_id]
+    ).fetchall()
+    return order_payload(
+        order_id=order["id"],
+        client_id=order["client_id"],
+        client_name=order["client_name"],
+        tier=order["tier"],
+        warehouse_id=order["warehouse_id"],
+        total_cents=order["total_cents"],
+        lines=[(line["sku"], line["quantity"], line["unit_price_cents"]) for line in lines],
+    )

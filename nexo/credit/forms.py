@@ -26,8 +26,10 @@ class ApproveForm(RefusesControlCharacters, FlaskForm):
 class RejectForm(RefusesControlCharacters, FlaskForm):
     """The reason is required (CU-02): the salesperson reads it on the order page."""
 
-    reason = TextAreaField("Motivo del rechazo", validators=[
-        DataRequired("Escribí el motivo del rechazo: el vendedor lo va a leer."), Length(max=NOTE_MAX)])
+    reason = TextAreaField(
+        "Motivo del rechazo",
+        validators=[DataRequired("Escribí el motivo del rechazo: el vendedor lo va a leer."), Length(max=NOTE_MAX)],
+    )
     filters = HiddenField()
 
 
@@ -51,8 +53,11 @@ class QueueFilters:
             client_id = None
         tier = args.get("tier", "").strip().upper()
         salesperson = args.get("salesperson", "").strip()
-        return cls(client_id, tier if tier in TIERS else None,
-                   int(salesperson) if salesperson.isdigit() and len(salesperson) < 12 else None)
+        return cls(
+            client_id,
+            tier if tier in TIERS else None,
+            int(salesperson) if salesperson.isdigit() and len(salesperson) < 12 else None,
+        )
 
     def query_args(self) -> dict:
         """The filters as query-string arguments for url_for (only the ones set)."""

@@ -46,11 +46,14 @@ _LINES_SQL = """
 """
 
 
-def pending_orders(conn, *, order_id=None, client_id=None, tier: str | None = None,
-                   salesperson_id: int | None = None) -> list[dict]:
+def pending_orders(
+    conn, *, order_id=None, client_id=None, tier: str | None = None, salesperson_id: int | None = None
+) -> list[dict]:
     """Orders waiting for credit, oldest first, each with its client's figures and its lines."""
-    rows = conn.execute(_PENDING_SQL, {"order_id": order_id, "client_id": client_id, "tier": tier,
-                                       "salesperson_id": salesperson_id, "limit": QUEUE_LIMIT}).fetchall()
+    rows = conn.execute(
+        _PENDING_SQL,
+        {"order_id": order_id, "client_id": client_id, "tier": tier, "salesperson_id": salesperson_id, "limit": QUEUE_LIMIT},
+    ).fetchall()
     lines: dict = {}
     if rows:
         for line in conn.execute(_LINES_SQL, [[row["id"] for row in rows]]).fetchall():
@@ -60,8 +63,7 @@ def pending_orders(conn, *, order_id=None, client_id=None, tier: str | None = No
 
 def pending_count(conn) -> int:
     """How many orders wait for credit (the navigation badge)."""
-    return conn.execute(
-        "SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'").fetchone()["n"]
+    return conn.execute("SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'").fetchone()["n"]
 
 
 def filter_choices(conn, selected_client=None) -> dict:
@@ -78,7 +80,9 @@ def filter_choices(conn, selected_client=None) -> dict:
          UNION
         SELECT id, name, tier FROM client WHERE id = %s::uuid
          ORDER BY name
-        """, [selected_client]).fetchall()
+        """,
+        [selected_client],
+    ).fetchall()
     salespeople = conn.execute(
         """
         SELECT DISTINCT u.id, u.full_name
@@ -86,7 +90,8 @@ def filter_choices(conn, selected_client=None) -> dict:
           JOIN user_role ur ON ur.user_id = u.id
           JOIN role_permission rp ON rp.role_name = ur.role_name AND rp.permission_name = 'orders.create'
          ORDER BY u.full_name
-        """).fetchall()
+        """
+    ).fetchall()
     return {"clients": clients, "salespeople": salespeople}
 
 
@@ -110,5 +115,7 @@ def decided_orders(conn, *, limit: int, offset: int) -> tuple[list[dict], int]:
          WHERE o.decided_at IS NOT NULL
          ORDER BY o.decided_at DESC, o.id
          LIMIT %s OFFSET %s
-        """, [limit, offset]).fetchall()
+        """,
+        [limit, offset],
+    ).fetchall()
     return rows, total

@@ -26,7 +26,8 @@ def mark_decided(conn, order_id, *, status: str, billing_status: str, officer_id
          WHERE id = %s AND status = %s
      RETURNING id, client_id, warehouse_id, total_cents, decided_at
         """,
-        [status, billing_status, officer_id, note, order_id, PENDING]).fetchone()
+        [status, billing_status, officer_id, note, order_id, PENDING],
+    ).fetchone()
 
 
 def find_decision(conn, order_id):
@@ -37,7 +38,9 @@ def find_decision(conn, order_id):
           FROM orders o
           LEFT JOIN app_user u ON u.id = o.decided_by
          WHERE o.id = %s
-        """, [order_id]).fetchone()
+        """,
+        [order_id],
+    ).fetchone()
 
 
 _CLIENT_SQL = "SELECT id, name, tier, credit_limit_cents, exposure_cents FROM client WHERE id = %s"
@@ -56,18 +59,22 @@ def read_client(conn, client_id):
 def add_exposure(conn, client_id, cents: int) -> int:
     """Add an authorized order's total to the client's exposure (RN-01); return the new exposure."""
     return conn.execute(
-        "UPDATE client SET exposure_cents = exposure_cents + %s WHERE id = %s RETURNING exposure_cents",
-        [cents, client_id]).fetchone()["exposure_cents"]
+        "UPDATE client SET exposure_cents = exposure_cents + %s WHERE id = %s RETURNING exposure_cents", [cents, client_id]
+    ).fetchone()["exposure_cents"]
 
 
-_LOCK_RESERVATIONS_SQL = """
+_LOCK_RESERVATIONS_SQL = (
+    """
     SELECT r.product_id, r.warehouse_id, p.sku, r.quantity, r.kind, r.released_at
       FROM stock_reservation r
       JOIN product p ON p.id = r.product_id
      WHERE r.order_id = %s
-     ORDER BY p.sku """ + SQL_COLLATE + """
+     ORDER BY p.sku """
+    + SQL_COLLATE
+    + """
        FOR UPDATE OF r
 """
+)
 
 
 def lock_reservations(conn, order_id) -> list[dict]:
@@ -78,19 +85,21 @@ def lock_reservations(conn, order_id) -> list[dict]:
 def make_reservations_firm(conn, order_id) -> int:
     """Turn the order's held soft reservations into firm ones; return how many changed."""
     return conn.execute(
-        "UPDATE stock_reservation SET kind = 'FIRME'"
-        " WHERE order_id = %s AND kind = 'BLANDA' AND released_at IS NULL", [order_id]).rowcount
+        "UPDATE stock_reservation SET kind = 'FIRME' WHERE order_id = %s AND kind = 'BLANDA' AND released_at IS NULL", [order_id]
+    ).rowcount
 
 
 def give_back_stock(conn, product_id, warehouse_id: str, quantity: int) -> None:
     """Return reserved units to the available stock of one product in one warehouse."""
     conn.execute(
         "UPDATE stock_level SET reserved = reserved - %s WHERE product_id = %s AND warehouse_id = %s",
-        [quantity, product_id, warehouse_id])
+        [quantity, product_id, warehouse_id],
+    )
 
 
 def mark_reservations_released(conn, order_id) -> int:
     """Stamp the order's held soft reservations as released; return how many."""
     return conn.execute(
-        "UPDATE stock_reservation SET released_at = now()"
-        " WHERE order_id = %s AND kind = 'BLANDA' AND released_at IS NULL", [order_id]).rowcount
+        "UPDATE stock_reservation SET released_at = now() WHERE order_id = %s AND kind = 'BLANDA' AND released_at IS NULL",
+        [order_id],
+    ).rowcount

@@ -25,6 +25,7 @@ from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class ApproveOrder:
     """Authorize an order's excess over the client's limit.
@@ -142,7 +143,7 @@ def approve_order(db, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> Decisi
         # Any other outcome leaves the transaction uncommitted: it rolls back, status update included.
     metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + result.outcome)
     if isinstance(result, Decided) and wakeup is not None:
-        wakeup.request_delivery(result.event_ids)    # after the commit, never inside it (ADR-004)
+        wakeup.request_delivery(result.event_ids)  # after the commit, never inside it (ADR-004)
     log.info("approve_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, result.outcome)
     return result
 
@@ -161,14 +162,21 @@ def reject_order(db, cmd: RejectOrder) -> DecisionResult:
 
 def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     # Lock order: order row (this UPDATE) -> client row -> reservations (see repository docstring).
-    order = repo.mark_decided(conn, cmd.order_id, status="CONFIRMADO", billing_status="PENDIENTE_FACTURACION",
-                              officer_id=cmd.officer_id, note=_clean(cmd.note))
+    order = repo.mark_decided(
+        conn,
+        cmd.order_id,
+        status="CONFIRMADO",
+        billing_status="PENDIENTE_FACTURACION",
+        officer_id=cmd.officer_id,
+        note=_clean(cmd.note),
+    )
     if order is None:
         return _not_pending(conn, cmd.order_id)
     client = repo.lock_client(conn, order["client_id"])
     now = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
-    seen = CreditFigures(_given(cmd.seen_exposure_cents, now.exposure_cents),
-                         _given(cmd.seen_limit_cents, now.limit_cents), now.total_cents)
+    seen = CreditFigures(
+        _given(cmd.seen_exposure_cents, now.exposure_cents), _given(cmd.seen_limit_cents, now.limit_cents), now.total_cents
+    )
     reservations = repo.lock_reservations(conn, cmd.order_id)
     # Laura must not confirm what nobody reserved (CU-02): a released (or missing) reservation refuses.
     released = tuple(r["sku"] for r in reservations if r["released_at"] is not None)
@@ -179,38 +187,51 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     repo.make_reservations_firm(conn, cmd.order_id)
     exposure_after = repo.add_exposure(conn, order["client_id"], order["total_cents"])
     payload = order_event_payload(conn, cmd.order_id)
-    event_ids = tuple(add_order_confirmed_events(conn, order_id=cmd.order_id, payload=payload,
-                                                 request_id=cmd.correlation_id))
-    audit.append(conn, actor=cmd.officer_username, action="credit.approved", object_type="order",
-                 object_id=cmd.order_id, details={
-                     **_figures_details(client, now),
-                     "exposure_after_cents": exposure_after,
-                     # False when the request carried no figures (a bare POST): approved on these figures
-                     # without the officer having been shown them.
-                     "figures_confirmed": cmd.seen_exposure_cents is not None,
-                     "note": _clean(cmd.note),
-                     "event_ids": [str(e) for e in event_ids]})
+    event_ids = tuple(add_order_confirmed_events(conn, order_id=cmd.order_id, payload=payload, request_id=cmd.correlation_id))
+    audit.append(
+        conn,
+        actor=cmd.officer_username,
+        action="credit.approved",
+        object_type="order",
+        object_id=cmd.order_id,
+        details={
+            **_figures_details(client, now),
+            "exposure_after_cents": exposure_after,
+            # False when the request carried no figures (a bare POST): approved on these figures
+            # without the officer having been shown them.
+            "figures_confirmed": cmd.seen_exposure_cents is not None,
+            "note": _clean(cmd.note),
+            "event_ids": [str(e) for e in event_ids],
+        },
+    )
     return Decided(cmd.order_id, "CONFIRMADO", now, event_ids)
 
 
 def _reject(conn, cmd: RejectOrder) -> DecisionResult:
-    order = repo.mark_decided(conn, cmd.order_id, status="RECHAZADO", billing_status="NO_APLICA",
-                              officer_id=cmd.officer_id, note=cmd.reason.strip())
+    order = repo.mark_decided(
+        conn, cmd.order_id, status="RECHAZADO", billing_status="NO_APLICA", officer_id=cmd.officer_id, note=cmd.reason.strip()
+    )
     if order is None:
         return _not_pending(conn, cmd.order_id)
     client = repo.read_client(conn, order["client_id"])
     figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
-    held = [r for r in repo.lock_reservations(conn, cmd.order_id)
-            if r["kind"] == "BLANDA" and r["released_at"] is None]
+    held = [r for r in repo.lock_reservations(conn, cmd.order_id) if r["kind"] == "BLANDA" and r["released_at"] is None]
     # The stock rows in the one lock order order entry also uses (ADR-002, nexo/lock_order.py).
     for r in in_lock_order(held, sku=lambda r: r["sku"]):
         repo.give_back_stock(conn, r["product_id"], r["warehouse_id"], r["quantity"])
     repo.mark_reservations_released(conn, cmd.order_id)
-    audit.append(conn, actor=cmd.officer_username, action="credit.rejected", object_type="order",
-                 object_id=cmd.order_id, details={
-                     **_figures_details(client, figures),
-                     "reason": cmd.reason.strip(),
-                     "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in held]})
+    audit.append(
+        conn,
+        actor=cmd.officer_username,
+        action="credit.rejected",
+        object_type="order",
+        object_id=cmd.order_id,
+        details={
+            **_figures_details(client, figures),
+            "reason": cmd.reason.strip(),
+            "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in held],
+        },
+    )
     return Decided(cmd.order_id, "RECHAZADO", figures)
 
 
@@ -222,9 +243,15 @@ def _not_pending(conn, order_id) -> AlreadyDecided | NotFound:
 
 
 def _figures_details(client, figures: CreditFigures) -> dict:
-    return {"client_id": str(client["id"]), "client_name": client["name"], "tier": client["tier"],
-            "limit_cents": figures.limit_cents, "exposure_cents": figures.exposure_cents,
-            "total_cents": figures.total_cents, "excess_cents": figures.excess_cents}
+    return {
+        "client_id": str(client["id"]),
+        "client_name": client["name"],
+        "tier": client["tier"],
+        "limit_cents": figures.limit_cents,
+        "exposure_cents": figures.exposure_cents,
+        "total_cents": figures.total_cents,
+        "excess_cents": figures.excess_cents,
+    }
 
 
 def _given(value: int | None, default: int) -> int:

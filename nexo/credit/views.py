@@ -37,12 +37,18 @@ def queue():
     """Orders waiting for credit, oldest first, with the figures the decision needs."""
     filters = QueueFilters.from_args(request.args)
     with get_db().reading() as conn:
-        orders = queries.pending_orders(conn, client_id=filters.client_id, tier=filters.tier,
-                                        salesperson_id=filters.salesperson_id)
+        orders = queries.pending_orders(
+            conn, client_id=filters.client_id, tier=filters.tier, salesperson_id=filters.salesperson_id
+        )
         choices = queries.filter_choices(conn, filters.client_id)
-    return render_template("credit/queue.html", orders=orders, filters=filters, choices=choices,
-                           filters_qs=request.query_string.decode("ascii", "replace"),
-                           queue_limit=queries.QUEUE_LIMIT)
+    return render_template(
+        "credit/queue.html",
+        orders=orders,
+        filters=filters,
+        choices=choices,
+        filters_qs=request.query_string.decode("ascii", "replace"),
+        queue_limit=queries.QUEUE_LIMIT,
+    )
 
 
 @bp.route("/queue/<uuid:order_id>/approve", methods=["POST"])
@@ -53,10 +59,19 @@ def approve(order_id):
     if not form.validate_on_submit():
         field, message = _first_error(form)
         return render_error(400, "No se registró la autorización: " + message, field=field)
-    result = service.approve_order(get_db(), service.ApproveOrder(
-        order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
-        note=form.note.data, seen_exposure_cents=form.seen_exposure_cents.data,
-        seen_limit_cents=form.seen_limit_cents.data, correlation_id=g.get("request_id")), get_wakeup())
+    result = service.approve_order(
+        get_db(),
+        service.ApproveOrder(
+            order_id=order_id,
+            officer_id=current_user.id,
+            officer_username=current_user.username,
+            note=form.note.data,
+            seen_exposure_cents=form.seen_exposure_cents.data,
+            seen_limit_cents=form.seen_limit_cents.data,
+            correlation_id=g.get("request_id"),
+        ),
+        get_wakeup(),
+    )
     return _respond(result, form)
 
 
@@ -68,11 +83,17 @@ def reject(order_id):
     if not form.validate_on_submit():
         with get_db().reading() as conn:
             orders = queries.pending_orders(conn, order_id=order_id)
-        return render_template("credit/reject.html", form=form, order=orders[0] if orders else None,
-                               order_id=order_id), 400
-    result = service.reject_order(get_db(), service.RejectOrder(
-        order_id=order_id, officer_id=current_user.id, officer_username=current_user.username,
-        reason=form.reason.data, correlation_id=g.get("request_id")))
+        return render_template("credit/reject.html", form=form, order=orders[0] if orders else None, order_id=order_id), 400
+    result = service.reject_order(
+        get_db(),
+        service.RejectOrder(
+            order_id=order_id,
+            officer_id=current_user.id,
+            officer_username=current_user.username,
+            reason=form.reason.data,
+            correlation_id=g.get("request_id"),
+        ),
+    )
     return _respond(result, form)
 
 
@@ -84,8 +105,7 @@ def decided():
     page = int(page) if page.isdigit() and 0 < int(page) < 100_000 else 1
     with get_db().reading() as conn:
         rows, total = queries.decided_orders(conn, limit=DECIDED_PAGE_SIZE, offset=(page - 1) * DECIDED_PAGE_SIZE)
-    return render_template("credit/decided.html", rows=rows, total=total, page=page,
-                           has_next=page * DECIDED_PAGE_SIZE < total)
+    return render_template("credit/decided.html", rows=rows, total=total, page=page, has_next=page * DECIDED_PAGE_SIZE < total)
 
 
 def _respond(result: service.DecisionResult, form):

@@ -57,8 +57,11 @@ class ReplayForm(RefusesControlCharacters, FlaskForm):
 class DiscardForm(RefusesControlCharacters, FlaskForm):
     """Discard one dead letter; the reason is what the order page and the audit log will show."""
 
-    reason = TextAreaField("Motivo del descarte", filters=[_strip],
-                           validators=[DataRequired("Escribí el motivo del descarte."), Length(max=REASON_MAX)])
+    reason = TextAreaField(
+        "Motivo del descarte",
+        filters=[_strip],
+        validators=[DataRequired("Escribí el motivo del descarte."), Length(max=REASON_MAX)],
+    )
 
 
 class CheckKeyForm(RefusesControlCharacters, FlaskForm):
@@ -68,8 +71,9 @@ class CheckKeyForm(RefusesControlCharacters, FlaskForm):
 class BulkForm(RefusesControlCharacters, FlaskForm):
     """Confirm a group action: exactly the ids the preview showed, and how many they were."""
 
-    action = SelectField("Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}),
-                         validators=[InputRequired()])
+    action = SelectField(
+        "Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}), validators=[InputRequired()]
+    )
     destination = SelectField("Destino", choices=_choices(LABELS), validators=[InputRequired()])
     signature = HiddenField(validators=[Optional(), Length(max=200)])
     ids = HiddenField(validators=[DataRequired("No hay entregas para procesar.")])

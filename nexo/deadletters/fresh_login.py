@@ -26,8 +26,10 @@ def fresh_login_required(next_endpoint: str):
     The session is ended (not just redirected) because the login page sends a signed-in visitor home;
     `next` brings them back to the page they were on (a GET), never to the POST itself.
     """
+
     def decorator(view):
         """Wrap one view."""
+
         @wraps(view)
         def wrapped(*args, **kwargs):
             """Run the view only for a recent sign-in."""
@@ -40,5 +42,7 @@ def fresh_login_required(next_endpoint: str):
                 target = url_for(next_endpoint, **{k: v for k, v in kwargs.items() if k == "dead_letter_id"})
                 return redirect(url_for("auth.login", next=target), code=303)
             return view(*args, **kwargs)
+
         return wrapped
+
     return decorator

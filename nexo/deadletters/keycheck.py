@@ -58,10 +58,10 @@ def ask_destination(base_url: str | None, destination: str, key: str, timeout_s:
         answer = _client(timeout_s).request("GET", url, headers={"Accept": "application/json"})
     except DeadlineExceeded:
         return KeyAnswer(UNKNOWN, detail=f"sin respuesta en {timeout_s:g} s")
-    except Exception as exc:     # refused, reset, a broken answer: the answer is unknown, never an error page
+    except Exception as exc:  # refused, reset, a broken answer: the answer is unknown, never an error page
         return KeyAnswer(UNKNOWN, detail=f"no se pudo conectar ({type(exc).__name__})")
     if answer.status == 200:
-        return KeyAnswer(APPLIED, 200, storable_text(answer.text()))   # it goes into the audit row
+        return KeyAnswer(APPLIED, 200, storable_text(answer.text()))  # it goes into the audit row
     if answer.status == 404:
         return KeyAnswer(NOT_APPLIED, 404)
     return KeyAnswer(UNKNOWN, answer.status, f"respuesta inesperada {answer.status}")
@@ -74,13 +74,27 @@ def check_key(db: Database, settings: Settings, dead_letter_id: int, actor: str)
     if state is None:
         return None
     # The transaction above is closed: the HTTP call below may take the whole timeout (ADR-004).
-    answer = ask_destination(DESTINATIONS[state["destination"]].base_url(settings), state["destination"],
-                             str(state["event_id"]), settings.relay.delivery_timeout_s)
+    answer = ask_destination(
+        DESTINATIONS[state["destination"]].base_url(settings),
+        state["destination"],
+        str(state["event_id"]),
+        settings.relay.delivery_timeout_s,
+    )
     with db.transaction() as tx:
-        audit.append(tx.conn, actor=actor, action="dead_letter.key_checked", object_type="dead_letter",
-                     object_id=dead_letter_id,
-                     details={"event_id": str(state["event_id"]), "destination": state["destination"],
-                              "answer": answer.answer, "http_status": answer.http_status, "detail": answer.detail})
+        audit.append(
+            tx.conn,
+            actor=actor,
+            action="dead_letter.key_checked",
+            object_type="dead_letter",
+            object_id=dead_letter_id,
+            details={
+                "event_id": str(state["event_id"]),
+                "destination": state["destination"],
+                "answer": answer.answer,
+                "http_status": answer.http_status,
+                "detail": answer.detail,
+            },
+        )
         tx.commit()
     log.info("idempotency key of dead letter %s checked by %s: %s", dead_letter_id, actor, answer.answer)
     return answer

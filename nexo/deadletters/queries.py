@@ -7,7 +7,7 @@ from datetime import date
 
 from nexo.outbox.registry import NAMES
 
-DESTINATIONS = NAMES       # every query names its destinations (ADR-010); the list is the outbox's
+DESTINATIONS = NAMES  # every query names its destinations (ADR-010); the list is the outbox's
 STATUSES = ("pending", "resolved", "discarded")
 
 
@@ -20,7 +20,7 @@ class ListFilter:
     signature: str | None = None
     client_id: str | None = None
     failed_from: date | None = None
-    failed_to: date | None = None        # inclusive: the whole day
+    failed_to: date | None = None  # inclusive: the whole day
     ids: tuple[int, ...] | None = field(default=None)
 
 

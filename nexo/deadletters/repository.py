@@ -9,8 +9,7 @@ from __future__ import annotations
 from nexo.outbox.repository import check_retention_days
 
 
-def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str, actor: str,
-                    note: str | None) -> dict | None:
+def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str, actor: str, note: str | None) -> dict | None:
     """Move one pending dead letter to a terminal status; None when it was not pending any more.
 
     The `status = 'pending'` condition is the whole concurrency control (ADR-010): two admins
@@ -27,8 +26,9 @@ def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str,
     ).fetchone()
 
 
-def resolve_pending_many(conn, *, dead_letter_ids: list[int], destination: str, status: str, actor: str,
-                         note: str | None) -> list[dict]:
+def resolve_pending_many(
+    conn, *, dead_letter_ids: list[int], destination: str, status: str, actor: str, note: str | None
+) -> list[dict]:
     """Move the listed pending dead letters of one destination to a terminal status; return those moved.
 
     Rows are locked in id order so that two bulk actions over overlapping groups never deadlock; rows
@@ -47,16 +47,14 @@ def resolve_pending_many(conn, *, dead_letter_ids: list[int], destination: str, 
          WHERE d.id = locked.id AND d.status = 'pending'
         RETURNING d.id, d.event_id, d.destination, d.attempts, d.error_signature
         """,
-        {"ids": list(dead_letter_ids), "destination": destination, "status": status, "actor": actor,
-         "note": note},
+        {"ids": list(dead_letter_ids), "destination": destination, "status": status, "actor": actor, "note": note},
     ).fetchall()
 
 
 def current_state(conn, dead_letter_id: int) -> dict | None:
     """Status, destination and resolution of one dead letter (None if it does not exist)."""
     return conn.execute(
-        "SELECT id, event_id, destination, status, resolved_by, resolved_at, resolution_note"
-        "  FROM dead_letter WHERE id = %s",
+        "SELECT id, event_id, destination, status, resolved_by, resolved_at, resolution_note  FROM dead_letter WHERE id = %s",
         [dead_letter_id],
     ).fetchone()
 

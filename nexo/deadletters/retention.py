@@ -38,16 +38,20 @@ def _require_days(days: int, name: str) -> None:
         raise ValueError(f"{name} must be a whole number of days, at least 1 (got {days!r})")
 
 
-def _purge_in_batches(db: Database, purge: Callable, *, object_type: str, destination: str, days: int,
-                      batch: int) -> int:
+def _purge_in_batches(db: Database, purge: Callable, *, object_type: str, destination: str, days: int, batch: int) -> int:
     total = 0
     while True:
         with db.transaction() as tx:
             ids = purge(tx.conn, destination, days, batch)
             if ids:
-                audit.append(tx.conn, actor=audit.SYSTEM_ACTOR, action=f"{object_type}.purged",
-                             object_type=f"{object_type}_retention", object_id=destination,
-                             details={"deleted": len(ids), "older_than_days": days, "ids": [str(i) for i in ids]})
+                audit.append(
+                    tx.conn,
+                    actor=audit.SYSTEM_ACTOR,
+                    action=f"{object_type}.purged",
+                    object_type=f"{object_type}_retention",
+                    object_id=destination,
+                    details={"deleted": len(ids), "older_than_days": days, "ids": [str(i) for i in ids]},
+                )
             tx.commit()
         total += len(ids)
         if len(ids) < batch:
@@ -58,18 +62,26 @@ def purge_dead_letters(db: Database, *, destination: str, grace_days: int, batch
     """Delete one destination's resolved/discarded dead letters older than the grace; refuse grace < 1."""
     _require_days(grace_days, "grace_days")
     return _purge_in_batches(
-        db, lambda conn, dest, days, n: repository.purge_terminal_dead_letters(
-            conn, destination=dest, grace_days=days, batch=n),
-        object_type="dead_letter", destination=destination, days=grace_days, batch=batch)
+        db,
+        lambda conn, dest, days, n: repository.purge_terminal_dead_letters(conn, destination=dest, grace_days=days, batch=n),
+        object_type="dead_letter",
+        destination=destination,
+        days=grace_days,
+        batch=batch,
+    )
 
 
 def purge_delivered_events(db: Database, *, destination: str, older_than_days: int, batch: int = BATCH) -> int:
     """Delete one destination's ENTREGADO outbox events delivered more than older_than_days ago."""
     _require_days(older_than_days, "older_than_days")
     return _purge_in_batches(
-        db, lambda conn, dest, days, n: outbox.purge_delivered_events(
-            conn, destination=dest, older_than_days=days, batch=n),
-        object_type="outbox_event", destination=destination, days=older_than_days, batch=batch)
+        db,
+        lambda conn, dest, days, n: outbox.purge_delivered_events(conn, destination=dest, older_than_days=days, batch=n),
+        object_type="outbox_event",
+        destination=destination,
+        days=older_than_days,
+        batch=batch,
+    )
 
 
 def run_retention(db: Database, settings: Settings) -> RetentionReport:
@@ -81,23 +93,35 @@ def run_retention(db: Database, settings: Settings) -> RetentionReport:
     for destination in DESTINATIONS:
         try:
             report.dead_letters[destination] = n = purge_dead_letters(
-                db, destination=destination, grace_days=settings.dead_letter_grace_days)
-            log.info("retention purge table=dead_letter destination=%s deleted=%d grace_days=%d",
-                     destination, n, settings.dead_letter_grace_days)
+                db, destination=destination, grace_days=settings.dead_letter_grace_days
+            )
+            log.info(
+                "retention purge table=dead_letter destination=%s deleted=%d grace_days=%d",
+                destination,
+                n,
+                settings.dead_letter_grace_days,
+            )
         except Exception:
             log.exception("retention purge failed table=dead_letter destination=%s", destination)
             report.failures.append(f"dead_letter:{destination}")
     if settings.outbox_retention_days is None:
-        log.info("retention skipped table=outbox_event reason=OUTBOX_RETENTION_DAYS_unset "
-                 "policy=undefined action=keep_all (docs/unknowns.md OUTBOX-RETENTION)")
+        log.info(
+            "retention skipped table=outbox_event reason=OUTBOX_RETENTION_DAYS_unset "
+            "policy=undefined action=keep_all (docs/unknowns.md OUTBOX-RETENTION)"
+        )
         return report
     report.outbox_events = {}
     for destination in DESTINATIONS:
         try:
             report.outbox_events[destination] = n = purge_delivered_events(
-                db, destination=destination, older_than_days=settings.outbox_retention_days)
-            log.info("retention purge table=outbox_event destination=%s deleted=%d older_than_days=%d",
-                     destination, n, settings.outbox_retention_days)
+                db, destination=destination, older_than_days=settings.outbox_retention_days
+            )
+            log.info(
+                "retention purge table=outbox_event destination=%s deleted=%d older_than_days=%d",
+                destination,
+                n,
+                settings.outbox_retention_days,
+            )
         except Exception:
             log.exception("retention purge failed table=outbox_event destination=%s", destination)
             report.failures.append(f"outbox_event:{destination}")

@@ -139,8 +139,12 @@ def list_dead_letters(db: Database, f: queries.ListFilter, *, page: int, size: i
         rows = queries.list_page(conn, f, limit=limit, offset=offset) if limit else []
         clients = queries.clients(conn, f.destinations, f.client_id)
     if truncated:
-        log.warning("dead-letter list truncated at %d candidates (destinations=%s status=%s)",
-                    CANDIDATE_CAP, ",".join(f.destinations), f.status or "any")
+        log.warning(
+            "dead-letter list truncated at %d candidates (destinations=%s status=%s)",
+            CANDIDATE_CAP,
+            ",".join(f.destinations),
+            f.status or "any",
+        )
     return ListPage(rows=rows, total=total, truncated=truncated, page=page, size=size, clients=clients)
 
 
@@ -155,8 +159,7 @@ def summaries(db: Database, destination: str, ids: list[int], limit: int = 50) -
     if not ids:
         return []
     with db.reading() as conn:
-        return queries.list_page(conn, queries.ListFilter(destinations=(destination,), ids=tuple(ids)),
-                                 limit=limit, offset=0)
+        return queries.list_page(conn, queries.ListFilter(destinations=(destination,), ids=tuple(ids)), limit=limit, offset=0)
 
 
 def view_dead_letter(db: Database, dead_letter_id: int, actor: str, *, audit_view: bool = True) -> Detail | None:
@@ -164,15 +167,22 @@ def view_dead_letter(db: Database, dead_letter_id: int, actor: str, *, audit_vie
     with db.transaction() as tx:
         row = queries.dead_letter(tx.conn, dead_letter_id)
         if row is None:
-            return None         # nothing to audit: there is no object to name
+            return None  # nothing to audit: there is no object to name
         if audit_view:
-            audit.append(tx.conn, actor=actor, action="dead_letter.viewed", object_type="dead_letter",
-                         object_id=dead_letter_id,
-                         details={"status": row["status"], "destination": row["destination"],
-                                  "event_id": str(row["event_id"])})
-        detail = Detail(dead_letter=row, attempts=queries.attempts(tx.conn, row["event_id"]),
-                        siblings=queries.siblings(tx.conn, row["event_id"], row["destination"]),
-                        history=queries.history(tx.conn, dead_letter_id))
+            audit.append(
+                tx.conn,
+                actor=actor,
+                action="dead_letter.viewed",
+                object_type="dead_letter",
+                object_id=dead_letter_id,
+                details={"status": row["status"], "destination": row["destination"], "event_id": str(row["event_id"])},
+            )
+        detail = Detail(
+            dead_letter=row,
+            attempts=queries.attempts(tx.conn, row["event_id"]),
+            siblings=queries.siblings(tx.conn, row["event_id"], row["destination"]),
+            history=queries.history(tx.conn, dead_letter_id),
+        )
         tx.commit()
     return detail
 
@@ -181,12 +191,16 @@ def _conflict(conn, dead_letter_id: int) -> ActionResult:
     state = repository.current_state(conn, dead_letter_id)
     if state is None:
         return NotFound(dead_letter_id)
-    return AlreadyResolved(dead_letter_id, event_id=state["event_id"], status=state["status"],
-                           resolved_by=state["resolved_by"], resolved_at=state["resolved_at"])
+    return AlreadyResolved(
+        dead_letter_id,
+        event_id=state["event_id"],
+        status=state["status"],
+        resolved_by=state["resolved_by"],
+        resolved_at=state["resolved_at"],
+    )
 
 
-def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = None,
-           wakeup: Wakeup | None = None) -> ActionResult:
+def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = None, wakeup: Wakeup | None = None) -> ActionResult:
     """Resolve a pending dead letter and put its event back to PENDIENTE, same id (same Idempotency-Key).
 
     One transaction: dead letter → resolved, event → PENDIENTE due now, audit row. The relay is woken
@@ -196,8 +210,14 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
         state = repository.current_state(tx.conn, dead_letter_id)
         if state is None:
             return NotFound(dead_letter_id)
-        row = repository.resolve_pending(tx.conn, dead_letter_id=dead_letter_id, destination=state["destination"],
-                                         status="resolved", actor=actor, note=note or None)
+        row = repository.resolve_pending(
+            tx.conn,
+            dead_letter_id=dead_letter_id,
+            destination=state["destination"],
+            status="resolved",
+            actor=actor,
+            note=note or None,
+        )
         if row is None:
             return _conflict(tx.conn, dead_letter_id)
         if outbox.requeue_events(tx.conn, event_ids=[row["event_id"]], destination=row["destination"]) != 1:
@@ -205,10 +225,19 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
             # refuse (rolled back) rather than resolve something that was not replayed.
             log.error("dead letter %s is pending but its event %s is not FALLIDO", dead_letter_id, row["event_id"])
             return EventNotFailed(dead_letter_id, event_id=row["event_id"])
-        audit.append(tx.conn, actor=actor, action="dead_letter.replayed", object_type="dead_letter",
-                     object_id=dead_letter_id,
-                     details={"event_id": str(row["event_id"]), "destination": row["destination"],
-                              "attempts_before": row["attempts"], "note": note or None})
+        audit.append(
+            tx.conn,
+            actor=actor,
+            action="dead_letter.replayed",
+            object_type="dead_letter",
+            object_id=dead_letter_id,
+            details={
+                "event_id": str(row["event_id"]),
+                "destination": row["destination"],
+                "attempts_before": row["attempts"],
+                "note": note or None,
+            },
+        )
         tx.commit()
     if wakeup is not None:
         wakeup.request_delivery([row["event_id"]])
@@ -219,19 +248,29 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
 def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> ActionResult:
     """Close a pending dead letter without delivering it; the event stays FALLIDO and the reason is kept."""
     if not reason or not reason.strip():
-        raise ValueError("a discard needs a reason")   # the form refuses it first; this is the last guard
+        raise ValueError("a discard needs a reason")  # the form refuses it first; this is the last guard
     with db.transaction() as tx:
         state = repository.current_state(tx.conn, dead_letter_id)
         if state is None:
             return NotFound(dead_letter_id)
-        row = repository.resolve_pending(tx.conn, dead_letter_id=dead_letter_id, destination=state["destination"],
-                                         status="discarded", actor=actor, note=reason.strip())
+        row = repository.resolve_pending(
+            tx.conn,
+            dead_letter_id=dead_letter_id,
+            destination=state["destination"],
+            status="discarded",
+            actor=actor,
+            note=reason.strip(),
+        )
         if row is None:
             return _conflict(tx.conn, dead_letter_id)
-        audit.append(tx.conn, actor=actor, action="dead_letter.discarded", object_type="dead_letter",
-                     object_id=dead_letter_id,
-                     details={"event_id": str(row["event_id"]), "destination": row["destination"],
-                              "reason": reason.strip()})
+        audit.append(
+            tx.conn,
+            actor=actor,
+            action="dead_letter.discarded",
+            object_type="dead_letter",
+            object_id=dead_letter_id,
+            details={"event_id": str(row["event_id"]), "destination": row["destination"], "reason": reason.strip()},
+        )
         tx.commit()
     log.info("dead letter %s discarded by %s (event %s)", dead_letter_id, actor, row["event_id"])
     return Done(dead_letter_id, event_id=row["event_id"], status="discarded", resolved_by=actor)
@@ -244,8 +283,17 @@ def preview_group(db: Database, f: queries.ListFilter) -> tuple[list[int], bool]
     return ids[:BULK_CAP], len(ids) > BULK_CAP
 
 
-def act_on_group(db: Database, *, action: str, destination: str, ids: list[int], actor: str,
-                 signature: str | None, note: str | None, wakeup: Wakeup | None = None) -> BulkResult:
+def act_on_group(
+    db: Database,
+    *,
+    action: str,
+    destination: str,
+    ids: list[int],
+    actor: str,
+    signature: str | None,
+    note: str | None,
+    wakeup: Wakeup | None = None,
+) -> BulkResult:
     """Replay or discard exactly the previewed ids of one destination; rows no longer pending are skipped.
 
     Only the ids the preview showed are touched, so dead letters that appeared after it are left alone.
@@ -258,24 +306,41 @@ def act_on_group(db: Database, *, action: str, destination: str, ids: list[int],
     batch = str(uuid.uuid4())
     status = "resolved" if action == "replay" else "discarded"
     with db.transaction() as tx:
-        rows = repository.resolve_pending_many(tx.conn, dead_letter_ids=ids, destination=destination,
-                                               status=status, actor=actor, note=note or None)
+        rows = repository.resolve_pending_many(
+            tx.conn, dead_letter_ids=ids, destination=destination, status=status, actor=actor, note=note or None
+        )
         event_ids = [r["event_id"] for r in rows]
-        if action == "replay" and outbox.requeue_events(tx.conn, event_ids=event_ids,
-                                                            destination=destination) != len(rows):
+        if action == "replay" and outbox.requeue_events(tx.conn, event_ids=event_ids, destination=destination) != len(rows):
             log.error("group replay refused: some pending dead letters had events not in FALLIDO")
             return GroupChanged(skipped=len(ids))
         for r in rows:
-            details = {"event_id": str(r["event_id"]), "destination": destination, "batch": batch,
-                       "group_size": len(ids), "signature": signature or None}
-            details.update({"attempts_before": r["attempts"], "note": note or None} if action == "replay"
-                           else {"reason": note})
-            audit.append(tx.conn, actor=actor, action=f"dead_letter.{'replayed' if action == 'replay' else 'discarded'}",
-                         object_type="dead_letter", object_id=r["id"], details=details)
+            details = {
+                "event_id": str(r["event_id"]),
+                "destination": destination,
+                "batch": batch,
+                "group_size": len(ids),
+                "signature": signature or None,
+            }
+            details.update({"attempts_before": r["attempts"], "note": note or None} if action == "replay" else {"reason": note})
+            audit.append(
+                tx.conn,
+                actor=actor,
+                action=f"dead_letter.{'replayed' if action == 'replay' else 'discarded'}",
+                object_type="dead_letter",
+                object_id=r["id"],
+                details=details,
+            )
         tx.commit()
     if action == "replay" and event_ids and wakeup is not None:
         wakeup.request_delivery(event_ids)
     touched = sorted(r["id"] for r in rows)
-    log.info("group %s by %s: destination=%s touched=%d skipped=%d batch=%s",
-             action, actor, destination, len(touched), len(ids) - len(touched), batch)
+    log.info(
+        "group %s by %s: destination=%s touched=%d skipped=%d batch=%s",
+        action,
+        actor,
+        destination,
+        len(touched),
+        len(ids) - len(touched),
+        batch,
+    )
     return GroupDone(touched=touched, skipped=len(ids) - len(touched))

@@ -21,15 +21,24 @@ from nexo.outbox.registry import LABELS
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
 # How the detail page's history names each audited action (the audit log keeps the English code).
-ACTION_LABELS = {"dead_letter.opened": "Cayó en entregas fallidas", "dead_letter.replayed": "Reprocesada",
-                 "dead_letter.discarded": "Descartada", "dead_letter.key_checked": "Consulta al destino"}
+ACTION_LABELS = {
+    "dead_letter.opened": "Cayó en entregas fallidas",
+    "dead_letter.replayed": "Reprocesada",
+    "dead_letter.discarded": "Descartada",
+    "dead_letter.key_checked": "Consulta al destino",
+}
 
 
 @bp.context_processor
 def helpers():
     """Labels and the payload helper for the dead-letter templates only (a blueprint context processor)."""
-    return {"pretty": pretty, "DESTINATION_LABELS": LABELS,
-            "STATUS_LABELS": STATUS_LABELS, "ACTION_LABELS": ACTION_LABELS, "CANDIDATE_CAP": service.CANDIDATE_CAP}
+    return {
+        "pretty": pretty,
+        "DESTINATION_LABELS": LABELS,
+        "STATUS_LABELS": STATUS_LABELS,
+        "ACTION_LABELS": ACTION_LABELS,
+        "CANDIDATE_CAP": service.CANDIDATE_CAP,
+    }
 
 
 def pretty(payload) -> str:
@@ -38,10 +47,14 @@ def pretty(payload) -> str:
 
 
 def _filter_from(query: ListQuery, **overrides) -> ListFilter:
-    values = {"destinations": (query.destination.data,) if query.destination.data else DESTINATIONS,
-              "status": query.status.data or None, "signature": query.signature.data or None,
-              "client_id": query.client.data or None, "failed_from": query.from_date.data,
-              "failed_to": query.to_date.data}
+    values = {
+        "destinations": (query.destination.data,) if query.destination.data else DESTINATIONS,
+        "status": query.status.data or None,
+        "signature": query.signature.data or None,
+        "client_id": query.client.data or None,
+        "failed_from": query.from_date.data,
+        "failed_to": query.to_date.data,
+    }
     return ListFilter(**{**values, **overrides})
 
 
@@ -52,15 +65,15 @@ def list_dead_letters():
     query = ListQuery(request.args)
     if not query.validate():
         return render_template("deadletters/list.html", query=query, page=None, clients=[]), 400
-    result = service.list_dead_letters(get_db(), _filter_from(query), page=query.page.data or 1,
-                                       size=query.size.data or 50)
+    result = service.list_dead_letters(get_db(), _filter_from(query), page=query.page.data or 1, size=query.size.data or 50)
 
     def page_url(number: int) -> str:
         """This list, same filters, another page."""
         return url_for("deadletters.list_dead_letters", **{**request.args.to_dict(), "page": number})
 
-    response = make_response(render_template("deadletters/list.html", query=query, page=result,
-                                             clients=result.clients, page_url=page_url))
+    response = make_response(
+        render_template("deadletters/list.html", query=query, page=result, clients=result.clients, page_url=page_url)
+    )
     response.headers["X-Total-Count"] = str(result.total)
     if result.truncated:
         response.headers["X-Truncated"] = "true"
@@ -71,8 +84,12 @@ def _render_detail(dead_letter_id: int, *, status: int = 200, audit_view: bool =
     detail = service.view_dead_letter(get_db(), dead_letter_id, current_user.username, audit_view=audit_view)
     if detail is None:
         abort(404)
-    forms = {"replay_form": ReplayForm(formdata=None), "discard_form": DiscardForm(formdata=None),
-             "check_form": CheckKeyForm(formdata=None), **forms}
+    forms = {
+        "replay_form": ReplayForm(formdata=None),
+        "discard_form": DiscardForm(formdata=None),
+        "check_form": CheckKeyForm(formdata=None),
+        **forms,
+    }
     return render_template("deadletters/detail.html", detail=detail, d=detail.dead_letter, **forms), status
 
 
@@ -142,14 +159,14 @@ def groups():
     if not query.validate():
         abort(400)
     destinations = (query.destination.data,) if query.destination.data else DESTINATIONS
-    return render_template("deadletters/groups.html", query=query,
-                           groups=service.group_counts(get_db(), destinations))
+    return render_template("deadletters/groups.html", query=query, groups=service.group_counts(get_db(), destinations))
 
 
 def _render_preview(form: BulkForm, ids: list[int], more: bool, status: int = 200):
     rows = service.summaries(get_db(), form.destination.data, ids)
-    return render_template("deadletters/bulk_preview.html", form=form, rows=rows, count=len(ids), more=more,
-                           cap=service.BULK_CAP), status
+    return render_template(
+        "deadletters/bulk_preview.html", form=form, rows=rows, count=len(ids), more=more, cap=service.BULK_CAP
+    ), status
 
 
 @bp.route("/bulk")
@@ -164,8 +181,14 @@ def bulk_preview():
         # ADR-010, isolation per destination: a group action never spans two destinations.
         return render_error(400, "Elegí un destino: una acción en grupo nunca mezcla destinos.")
     ids, more = service.preview_group(get_db(), _filter_from(query, status="pending"))
-    form = BulkForm(formdata=None, action=action, destination=query.destination.data,
-                    signature=query.signature.data or "", ids=",".join(map(str, ids)), expected_count=len(ids))
+    form = BulkForm(
+        formdata=None,
+        action=action,
+        destination=query.destination.data,
+        signature=query.signature.data or "",
+        ids=",".join(map(str, ids)),
+        expected_count=len(ids),
+    )
     return _render_preview(form, ids, more)
 
 
@@ -179,14 +202,24 @@ def bulk_apply():
         ids = getattr(form, "id_list", [])
         return _render_preview(form, ids, False, status=400)
     note = form.reason.data or None
-    result = service.act_on_group(get_db(), action=form.action.data, destination=form.destination.data,
-                                  ids=form.id_list, actor=current_user.username,
-                                  signature=form.signature.data or None, note=note, wakeup=get_wakeup())
+    result = service.act_on_group(
+        get_db(),
+        action=form.action.data,
+        destination=form.destination.data,
+        ids=form.id_list,
+        actor=current_user.username,
+        signature=form.signature.data or None,
+        note=note,
+        wakeup=get_wakeup(),
+    )
     if isinstance(result, service.GroupChanged):
         return render_error(409, "Alguna entrega del grupo cambió de estado; no se tocó ninguna. Volvé a la vista previa.")
     verb = "reprocesaron" if form.action.data == "replay" else "descartaron"
-    flash(f"Se {verb} {len(result.touched)} entregas."
-          + (f" {result.skipped} ya no estaban pendientes y no se tocaron." if result.skipped else ""), "info")
+    flash(
+        f"Se {verb} {len(result.touched)} entregas."
+        + (f" {result.skipped} ya no estaban pendientes y no se tocaron." if result.skipped else ""),
+        "info",
+    )
     return redirect(url_for("deadletters.groups", destination=form.destination.data), code=303)
 
 

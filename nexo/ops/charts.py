@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 480, 150
-LEFT, RIGHT, TOP, BOTTOM = 56, 8, 10, 22          # margins for the axis labels
+LEFT, RIGHT, TOP, BOTTOM = 56, 8, 10, 22  # margins for the axis labels
 SERIES_CLASSES = ("series-a", "series-b", "series-c")
 
 
@@ -22,11 +22,11 @@ class Chart:
     title: str
     width: int
     height: int
-    plot: dict                                  # x, y, w, h of the plotting area
-    y_ticks: list[dict]                         # y, label
-    x_ticks: list[dict]                         # x, label
-    bars: list[dict] = field(default_factory=list)      # x, y, w, h, tip
-    lines: list[dict] = field(default_factory=list)     # css, name, points ("x,y x,y"), dots [{x, y, tip}]
+    plot: dict  # x, y, w, h of the plotting area
+    y_ticks: list[dict]  # y, label
+    x_ticks: list[dict]  # x, label
+    bars: list[dict] = field(default_factory=list)  # x, y, w, h, tip
+    lines: list[dict] = field(default_factory=list)  # css, name, points ("x,y x,y"), dots [{x, y, tip}]
     empty: bool = False
 
 
@@ -36,7 +36,7 @@ def nice_ceiling(value: float) -> float:
         return 1.0
     exponent = math.floor(math.log10(value))
     for step in (1, 2, 5, 10):
-        candidate = step * 10 ** exponent
+        candidate = step * 10**exponent
         if candidate >= value * (1 - 1e-9):
             return float(candidate)
     return float(10 ** (exponent + 1))
@@ -48,14 +48,41 @@ def count_ceiling(value: float) -> float:
         return 2.0
     exponent = math.floor(math.log10(value))
     for step in (1, 2, 4, 6, 10):
-        if step * 10 ** exponent >= value:
-            return float(step * 10 ** exponent)
+        if step * 10**exponent >= value:
+            return float(step * 10**exponent)
     return float(10 ** (exponent + 1))
 
 
 # Round axis tops for durations, in seconds: a person reads "30 min", not "27 min 46 s".
-_DURATION_STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
-                   3600, 7200, 10800, 21600, 43200, 86400, 172800, 345600, 604800]
+_DURATION_STEPS = [
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+    172800,
+    345600,
+    604800,
+]
 
 
 def nice_duration_ceiling(seconds: float) -> float:
@@ -80,9 +107,13 @@ def _frame(title: str, top_value: float, fmt: Callable[[float], str], points: in
     for hours in (24, 18, 12, 6, 0):
         index = points - 1 - hours
         if 0 <= index < points:
-            x_ticks.append({"x": round(_x(plot, index, points, bars=bars), 1),
-                            "label": "ahora" if hours == 0 else f"-{hours} h",
-                            "anchor": "end" if hours == 0 and not bars else "middle"})
+            x_ticks.append(
+                {
+                    "x": round(_x(plot, index, points, bars=bars), 1),
+                    "label": "ahora" if hours == 0 else f"-{hours} h",
+                    "anchor": "end" if hours == 0 and not bars else "middle",
+                }
+            )
     return plot, y_ticks, x_ticks
 
 
@@ -96,8 +127,9 @@ def _y(plot: dict, value: float, top_value: float) -> float:
     return plot["y"] + plot["h"] * (1 - min(value, top_value) / top_value)
 
 
-def bar_chart(title: str, values: list[float], fmt: Callable[[float], str],
-              ceiling: Callable[[float], float] = nice_ceiling) -> Chart:
+def bar_chart(
+    title: str, values: list[float], fmt: Callable[[float], str], ceiling: Callable[[float], float] = nice_ceiling
+) -> Chart:
     """One bar per hour, oldest first, the last bar being the hour ending now."""
     top_value = ceiling(max(values, default=0))
     plot, y_ticks, x_ticks = _frame(title, top_value, fmt, len(values), bars=True)
@@ -107,14 +139,26 @@ def bar_chart(title: str, values: list[float], fmt: Callable[[float], str],
         if not value:
             continue
         y = _y(plot, value, top_value)
-        bars.append({"x": round(plot["x"] + slot * index + slot * 0.15, 1), "y": round(y, 1),
-                     "w": round(slot * 0.7, 1), "h": round(plot["y"] + plot["h"] - y, 1),
-                     "tip": f"{hours_ago_label(len(values) - 1 - index)}: {fmt(value)}"})
+        bars.append(
+            {
+                "x": round(plot["x"] + slot * index + slot * 0.15, 1),
+                "y": round(y, 1),
+                "w": round(slot * 0.7, 1),
+                "h": round(plot["y"] + plot["h"] - y, 1),
+                "tip": f"{hours_ago_label(len(values) - 1 - index)}: {fmt(value)}",
+            }
+        )
     return Chart(title, WIDTH, HEIGHT, plot, y_ticks, x_ticks, bars=bars, empty=not bars)
 
 
-def line_chart(title: str, series: dict[str, list[float | None]], fmt: Callable[[float], str],
-               ceiling: Callable[[float], float] = nice_ceiling, *, bars_alignment: bool = False) -> Chart:
+def line_chart(
+    title: str,
+    series: dict[str, list[float | None]],
+    fmt: Callable[[float], str],
+    ceiling: Callable[[float], float] = nice_ceiling,
+    *,
+    bars_alignment: bool = False,
+) -> Chart:
     """One polyline per named series; None values break nothing and draw no point.
 
     With bars_alignment the points sit in the middle of hourly slots (hourly aggregates); otherwise
@@ -126,11 +170,16 @@ def line_chart(title: str, series: dict[str, list[float | None]], fmt: Callable[
     plot, y_ticks, x_ticks = _frame(title, top_value, fmt, points, bars=bars_alignment)
     lines = []
     for css, (name, values) in zip(SERIES_CLASSES, series.items(), strict=False):
-        dots = [{"x": round(_x(plot, i, points, bars=bars_alignment), 1), "y": round(_y(plot, v, top_value), 1),
-                 "tip": f"{name}, {hours_ago_label(points - 1 - i)}: {fmt(v)}"}
-                for i, v in enumerate(values) if v is not None]
-        lines.append({"css": css, "name": name, "dots": dots,
-                      "points": " ".join(f"{d['x']},{d['y']}" for d in dots)})
+        dots = [
+            {
+                "x": round(_x(plot, i, points, bars=bars_alignment), 1),
+                "y": round(_y(plot, v, top_value), 1),
+                "tip": f"{name}, {hours_ago_label(points - 1 - i)}: {fmt(v)}",
+            }
+            for i, v in enumerate(values)
+            if v is not None
+        ]
+        lines.append({"css": css, "name": name, "dots": dots, "points": " ".join(f"{d['x']},{d['y']}" for d in dots)})
     return Chart(title, WIDTH, HEIGHT, plot, y_ticks, x_ticks, lines=lines, empty=not known)
 
 

@@ -57,42 +57,59 @@ def _per_destination(name: str, doc: str, rows: dict[str, dict], key: str) -> Ga
 
 
 def _outbox_families(current: service.CurrentSignals):
-    yield _per_destination("nexo_outbox_pending_events", "Outbox events in PENDIENTE (signal 1).",
-                           current.pending, "pending")
-    yield _per_destination("nexo_outbox_oldest_pending_age_seconds",
-                           "Age of the oldest PENDIENTE outbox event; 0 when none is pending (signal 1).",
-                           current.pending, "oldest_age_s")
-    yield _per_destination("nexo_outbox_failed_events", "Outbox events in FALLIDO (signal 2).",
-                           current.failed, "failed")
-    yield _per_destination("nexo_dead_letters_pending", "Dead letters waiting for a human decision (signal 2).",
-                           current.failed, "dead_letters_pending")
+    yield _per_destination("nexo_outbox_pending_events", "Outbox events in PENDIENTE (signal 1).", current.pending, "pending")
+    yield _per_destination(
+        "nexo_outbox_oldest_pending_age_seconds",
+        "Age of the oldest PENDIENTE outbox event; 0 when none is pending (signal 1).",
+        current.pending,
+        "oldest_age_s",
+    )
+    yield _per_destination("nexo_outbox_failed_events", "Outbox events in FALLIDO (signal 2).", current.failed, "failed")
+    yield _per_destination(
+        "nexo_dead_letters_pending",
+        "Dead letters waiting for a human decision (signal 2).",
+        current.failed,
+        "dead_letters_pending",
+    )
 
 
 def _order_families(current: service.CurrentSignals):
-    yield _gauge("nexo_request_id_reused_last_hour", "request_id_reused conflicts in the last hour (signal 3).",
-                 current.conflicts_per_hour[-1])
-    yield _gauge("nexo_request_id_reused_last_24h", "request_id_reused conflicts in the last 24 hours (signal 3).",
-                 sum(current.conflicts_per_hour))
+    yield _gauge(
+        "nexo_request_id_reused_last_hour",
+        "request_id_reused conflicts in the last hour (signal 3).",
+        current.conflicts_per_hour[-1],
+    )
+    yield _gauge(
+        "nexo_request_id_reused_last_24h",
+        "request_id_reused conflicts in the last 24 hours (signal 3).",
+        sum(current.conflicts_per_hour),
+    )
     soft, pending = current.credit["soft_reservations"], current.credit["pending_authorization"]
-    yield _gauge("nexo_soft_reservations_unresolved", "BLANDA reservations not yet resolved (signal 4).",
-                 soft["count"])
-    yield _gauge("nexo_soft_reservation_oldest_age_seconds",
-                 "Age of the oldest unresolved BLANDA reservation; 0 when none (signal 4).", soft["oldest_age_s"] or 0)
-    yield _gauge("nexo_orders_pending_authorization", "Orders in PENDIENTE_AUTORIZACION (signal 4).",
-                 pending["count"])
-    yield _gauge("nexo_order_pending_authorization_oldest_age_seconds",
-                 "Age of the oldest order in PENDIENTE_AUTORIZACION; 0 when none (signal 4).",
-                 pending["oldest_age_s"] or 0)
+    yield _gauge("nexo_soft_reservations_unresolved", "BLANDA reservations not yet resolved (signal 4).", soft["count"])
+    yield _gauge(
+        "nexo_soft_reservation_oldest_age_seconds",
+        "Age of the oldest unresolved BLANDA reservation; 0 when none (signal 4).",
+        soft["oldest_age_s"] or 0,
+    )
+    yield _gauge("nexo_orders_pending_authorization", "Orders in PENDIENTE_AUTORIZACION (signal 4).", pending["count"])
+    yield _gauge(
+        "nexo_order_pending_authorization_oldest_age_seconds",
+        "Age of the oldest order in PENDIENTE_AUTORIZACION; 0 when none (signal 4).",
+        pending["oldest_age_s"] or 0,
+    )
     for quantile in ("p50", "p95"):
-        family = GaugeMetricFamily(f"nexo_order_transaction_{quantile}_seconds",
-                                   f"{quantile} of order transaction durations over a window (signal 5).",
-                                   labels=["window"])
+        family = GaugeMetricFamily(
+            f"nexo_order_transaction_{quantile}_seconds",
+            f"{quantile} of order transaction durations over a window (signal 5).",
+            labels=["window"],
+        )
         for window, stats in current.transactions.items():
             if stats[quantile] is not None:
                 family.add_metric([window], stats[quantile])
         yield family
-    family = GaugeMetricFamily("nexo_order_transactions", "Order transactions recorded over a window (signal 5).",
-                               labels=["window"])
+    family = GaugeMetricFamily(
+        "nexo_order_transactions", "Order transactions recorded over a window (signal 5).", labels=["window"]
+    )
     for window, stats in current.transactions.items():
         family.add_metric([window], stats["count"])
     yield family
@@ -100,14 +117,19 @@ def _order_families(current: service.CurrentSignals):
 
 def _process_families(current: service.CurrentSignals):
     """Guarantee 15: restarts per supervised program (and gunicorn's own workers), and each program's state."""
-    restarts = GaugeMetricFamily("nexo_process_restarts_last_24h",
-                                 "Times the program died and was started again, last 24 hours.",
-                                 labels=["host", "program"])
-    last = GaugeMetricFamily("nexo_process_last_restart_timestamp_seconds",
-                             "Unix time of the program's last restart.", labels=["host", "program"])
-    state = GaugeMetricFamily("nexo_process_state",
-                              "1 for the state supervisor last reported for the program "
-                              "(RUNNING, RESTARTING, BACKOFF, FATAL).", labels=["host", "program", "state"])
+    restarts = GaugeMetricFamily(
+        "nexo_process_restarts_last_24h",
+        "Times the program died and was started again, last 24 hours.",
+        labels=["host", "program"],
+    )
+    last = GaugeMetricFamily(
+        "nexo_process_last_restart_timestamp_seconds", "Unix time of the program's last restart.", labels=["host", "program"]
+    )
+    state = GaugeMetricFamily(
+        "nexo_process_state",
+        "1 for the state supervisor last reported for the program (RUNNING, RESTARTING, BACKOFF, FATAL).",
+        labels=["host", "program", "state"],
+    )
     for row in current.processes:
         labels = [row["host"], row["program"]]
         restarts.add_metric(labels, row["restarts_24h"])

@@ -35,26 +35,28 @@ def pending_events(conn) -> dict[str, dict]:
           FROM outbox_event
          WHERE status = 'PENDIENTE'
          ORDER BY destination, created_at, id""").fetchall()
-    return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None,
-                                  "oldest_last_error": None})
+    return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None, "oldest_last_error": None})
 
 
 def failed_events(conn) -> dict[str, dict]:
     """Signal 2 per destination: FALLIDO events and dead letters still waiting for a decision."""
-    rows = conn.execute("""
+    rows = conn.execute(
+        """
         SELECT d.destination,
                (SELECT count(*) FROM outbox_event e
                  WHERE e.status = 'FALLIDO' AND e.destination = d.destination) AS failed,
                (SELECT count(*) FROM dead_letter l
                  WHERE l.status = 'pending' AND l.destination = d.destination) AS dead_letters_pending
-          FROM unnest(%s::text[]) AS d(destination)""", [list(NAMES)]).fetchall()
+          FROM unnest(%s::text[]) AS d(destination)""",
+        [list(NAMES)],
+    ).fetchall()
     return _by_destination(rows, {"failed": 0, "dead_letters_pending": 0})
 
 
 def conflicts_per_hour(conn) -> list[int]:
     """Signal 3: request_id_reused conflicts in each of the last 24 hours, oldest hour first."""
     rows = conn.execute(f"""
-        SELECT {_BUCKET.format(last=HOURS - 1, col='occurred_at')} AS bucket, count(*) AS n
+        SELECT {_BUCKET.format(last=HOURS - 1, col="occurred_at")} AS bucket, count(*) AS n
           FROM ops_signal_event
          WHERE kind = 'request_id_reused' AND occurred_at > now() - interval '24 hours'
          GROUP BY 1""").fetchall()
@@ -74,8 +76,10 @@ def unresolved_credit(conn) -> dict[str, dict]:
                (SELECT count(*) FROM orders WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_count,
                (SELECT extract(epoch FROM now() - min(created_at))::float FROM orders
                  WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_oldest_age_s""").fetchone()
-    return {"soft_reservations": {"count": row["soft_count"], "oldest_age_s": row["soft_oldest_age_s"]},
-            "pending_authorization": {"count": row["pending_count"], "oldest_age_s": row["pending_oldest_age_s"]}}
+    return {
+        "soft_reservations": {"count": row["soft_count"], "oldest_age_s": row["soft_oldest_age_s"]},
+        "pending_authorization": {"count": row["pending_count"], "oldest_age_s": row["pending_oldest_age_s"]},
+    }
 
 
 def order_transaction_stats(conn) -> dict[str, dict]:
@@ -91,8 +95,10 @@ def order_transaction_stats(conn) -> dict[str, dict]:
                percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95_24h
           FROM order_transaction_sample
          WHERE occurred_at > now() - interval '24 hours'""").fetchone()
-    return {window: {"count": row[f"n_{window}"], "p50": row[f"p50_{window}"], "p95": row[f"p95_{window}"]}
-            for window in ("1h", "24h")}
+    return {
+        window: {"count": row[f"n_{window}"], "p50": row[f"p50_{window}"], "p95": row[f"p95_{window}"]}
+        for window in ("1h", "24h")
+    }
 
 
 def order_transaction_outcomes(conn) -> list[dict]:
@@ -108,7 +114,7 @@ def order_transaction_outcomes(conn) -> list[dict]:
 def order_transaction_p95_per_hour(conn) -> list[float | None]:
     """p95 (seconds) of the order transactions in each of the last 24 hours; None for an hour without any."""
     rows = conn.execute(f"""
-        SELECT {_BUCKET.format(last=HOURS - 1, col='occurred_at')} AS bucket,
+        SELECT {_BUCKET.format(last=HOURS - 1, col="occurred_at")} AS bucket,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95
           FROM order_transaction_sample
          WHERE occurred_at > now() - interval '24 hours'
@@ -137,7 +143,8 @@ def pending_age_history(conn) -> dict[str, list[float]]:
     day, when this page is read) costs one pass over it, not one per hour mark. Of the delivered
     ones, only those pending across an hour mark are kept (most were delivered within a second).
     """
-    rows = conn.execute("""
+    rows = conn.execute(
+        """
         WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
              pending AS MATERIALIZED (
                  SELECT e.id, e.destination, e.created_at, e.delivered_at,
@@ -171,7 +178,9 @@ def pending_age_history(conn) -> dict[str, list[float]]:
          WHERE NOT EXISTS (SELECT 1 FROM their_dead_letters d
                             WHERE d.event_id = c.id AND d.created_at <= m.t
                               AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
-         GROUP BY m.k, c.destination""", {"hours": HOURS, "destinations": list(NAMES)}).fetchall()
+         GROUP BY m.k, c.destination""",
+        {"hours": HOURS, "destinations": list(NAMES)},
+    ).fetchall()
     series = {d: [0.0] * (HOURS + 1) for d in NAMES}
     for row in rows:
         series[row["destination"]][HOURS - row["k"]] = row["age_s"]

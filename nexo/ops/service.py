@@ -21,7 +21,7 @@ class CurrentSignals:
     conflicts_per_hour: list[int]
     credit: dict[str, dict]
     transactions: dict[str, dict]
-    processes: list[dict]          # guarantee 15: per program, restarts in 24 h, the last one, its state
+    processes: list[dict]  # guarantee 15: per program, restarts in 24 h, the last one, its state
 
 
 @dataclass(frozen=True)

@@ -17,27 +17,40 @@ from nexo.unknowns import UNKNOWNS
 bp = Blueprint("ops", __name__)
 
 
-
 @bp.route("/ops")
 @permission_required("ops.view")
 def dashboard():
     """The five signals with their last 24 hours, the undefined thresholds and the register of unknowns."""
     data = service.read_dashboard(get_db())
     settings = current_app.config["NEXO_SETTINGS"]
-    return render_template("ops/dashboard.html", data=data, signals=data.current,
-                           charts=_charts(data), unknowns=UNKNOWNS, labels=LABELS,
-                           outbox_retention_days=settings.outbox_retention_days, links=_links())
+    return render_template(
+        "ops/dashboard.html",
+        data=data,
+        signals=data.current,
+        charts=_charts(data),
+        unknowns=UNKNOWNS,
+        labels=LABELS,
+        outbox_retention_days=settings.outbox_retention_days,
+        links=_links(),
+    )
 
 
 def _charts(data: service.Dashboard) -> dict:
     named_age = {LABELS[d]: v for d, v in data.pending_age_history.items()}
     return {
-        "conflicts": charts.bar_chart("Conflictos request_id_reused por hora", data.current.conflicts_per_hour,
-                                      charts.format_count, charts.count_ceiling),
-        "p95": charts.line_chart("p95 de la transacción de pedido por hora", {"p95": data.transaction_p95_per_hour},
-                                 format_duration, charts.nice_duration_ceiling, bars_alignment=True),
-        "pending_age": charts.line_chart("Antigüedad del evento PENDIENTE más viejo", named_age,
-                                         format_duration, charts.nice_duration_ceiling),
+        "conflicts": charts.bar_chart(
+            "Conflictos request_id_reused por hora", data.current.conflicts_per_hour, charts.format_count, charts.count_ceiling
+        ),
+        "p95": charts.line_chart(
+            "p95 de la transacción de pedido por hora",
+            {"p95": data.transaction_p95_per_hour},
+            format_duration,
+            charts.nice_duration_ceiling,
+            bars_alignment=True,
+        ),
+        "pending_age": charts.line_chart(
+            "Antigüedad del evento PENDIENTE más viejo", named_age, format_duration, charts.nice_duration_ceiling
+        ),
     }
 
 
@@ -52,8 +65,7 @@ def metrics():
     settings = current_app.config["NEXO_SETTINGS"]
     token = settings.metrics_token
     if token and not _bearer_matches(request.headers.get("Authorization", ""), token):
-        return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'},
-                        mimetype="text/plain")
+        return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'}, mimetype="text/plain")
     return Response(exposition.render(get_db(), settings.prometheus_multiproc_dir), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

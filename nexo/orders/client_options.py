@@ -34,7 +34,7 @@ class ClientOptions:
         cached_version, html = self._cached
         if version is None or version != cached_version:
             html = _options(queries.clients(conn))
-            if version is not None:           # no version row: nothing to check a kept list against
+            if version is not None:  # no version row: nothing to check a kept list against
                 self._cached = (version, html)
         chosen = _as_uuid(selected)
         if chosen is not None:
@@ -46,8 +46,9 @@ class ClientOptions:
 def _options(clients: list[dict]) -> str:
     # Built here rather than by a Jinja loop: with 10,000 clients the loop took three times as long
     # (54 → 18 ms). Option text: the client's name (CONTRACT.md) and tier, both escaped.
-    return "".join(f'<option value="{client["id"]}">{escape(client["name"])} · {escape(client["tier"])}</option>'
-                   for client in clients)
+    return "".join(
+        f'<option value="{client["id"]}">{escape(client["name"])} · {escape(client["tier"])}</option>' for client in clients
+    )
 
 
 def _as_uuid(text: str | None) -> uuid.UUID | None:

@@ -9,12 +9,12 @@ from typing import ClassVar
 from nexo.orders.fingerprint import normalise_sku
 
 # The short names of create_order's outcomes (the result classes below), for logs and metric labels.
-CONFIRMED = "confirmed"                      # new order within the credit limit (RN-01)
+CONFIRMED = "confirmed"  # new order within the credit limit (RN-01)
 PENDING_AUTHORIZATION = "pending_authorization"  # new order over the limit, waits for credit (RN-02)
-REPLAYED = "replayed"                        # same requestId, same fingerprint: the original order (RN-06)
-CONFLICT = "conflict"                        # same requestId, other content: request_id_reused (ADR-005)
-REJECTED = "rejected"                        # business rejection, nothing persisted (ADR-005)
-INVALID = "invalid"                          # malformed command (unknown client or warehouse)
+REPLAYED = "replayed"  # same requestId, same fingerprint: the original order (RN-06)
+CONFLICT = "conflict"  # same requestId, other content: request_id_reused (ADR-005)
+REJECTED = "rejected"  # business rejection, nothing persisted (ADR-005)
+INVALID = "invalid"  # malformed command (unknown client or warehouse)
 
 # Business rejection reasons (CONTRACT.md; kept verbatim because pages and tests look for them).
 INVALID_SKU = "invalid_sku"
@@ -41,8 +41,8 @@ class CreateOrder:
     lines: tuple[OrderLineRequest, ...]
     salesperson_id: int
     delivery_method: str | None = None
-    correlation_id: str | None = None        # the HTTP request id, copied to outbox rows for log correlation
-    api_key_id: int | None = None            # where the order came from: None = the browser form (ADR-015)
+    correlation_id: str | None = None  # the HTTP request id, copied to outbox rows for log correlation
+    api_key_id: int | None = None  # where the order came from: None = the browser form (ADR-015)
 
 
 @dataclass(frozen=True)
@@ -134,8 +134,7 @@ def validate(cmd: CreateOrder) -> dict[str, str]:
         elif sku in seen:
             errors["lines"] = f"El SKU {sku} aparece en más de una línea: sumá las cantidades en una sola."
         seen.add(sku)
-        if isinstance(line.quantity, bool) or not isinstance(line.quantity, int) \
-                or not 0 < line.quantity <= MAX_LINE_QUANTITY:
+        if isinstance(line.quantity, bool) or not isinstance(line.quantity, int) or not 0 < line.quantity <= MAX_LINE_QUANTITY:
             errors["lines"] = f"Cada cantidad debe ser un número entero entre 1 y {MAX_LINE_QUANTITY:,}.".replace(",", ".")
     if not cmd.warehouse_id:
         errors["deposit_id"] = "Elegí un depósito."

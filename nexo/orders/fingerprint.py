@@ -21,21 +21,26 @@ def normalise_sku(sku: str) -> str:
 
 def canonical_v1(client_id, preferred_deposit_id: str, lines: Iterable[tuple[str, int]]) -> str:
     """Version 1 canonical JSON: clientId, preferredDepositId and the lines normalised and sorted by SKU."""
-    normalised = sorted(({"sku": normalise_sku(sku), "quantity": int(qty)} for sku, qty in lines),
-                        key=lambda line: (line["sku"], line["quantity"]))
+    normalised = sorted(
+        ({"sku": normalise_sku(sku), "quantity": int(qty)} for sku, qty in lines),
+        key=lambda line: (line["sku"], line["quantity"]),
+    )
     # deliveryMethod is deliberately NOT part of the intent yet: whether it belongs here is an open
     # question (docs/unknowns.md, FINGERPRINT-DELIVERY). Adding it means FINGERPRINT_VERSION = 2.
-    document = {"clientId": str(client_id).lower(),
-                "preferredDepositId": preferred_deposit_id.strip().upper(),
-                "lines": normalised}
+    document = {
+        "clientId": str(client_id).lower(),
+        "preferredDepositId": preferred_deposit_id.strip().upper(),
+        "lines": normalised,
+    }
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 _CANONICAL = {1: canonical_v1}
 
 
-def fingerprint(client_id, preferred_deposit_id: str, lines: Iterable[tuple[str, int]],
-                version: int = FINGERPRINT_VERSION) -> str:
+def fingerprint(
+    client_id, preferred_deposit_id: str, lines: Iterable[tuple[str, int]], version: int = FINGERPRINT_VERSION
+) -> str:
     """SHA-256 (hex) of the canonical JSON of this version; KeyError for a version this code does not know."""
     canonical = _CANONICAL[version](client_id, preferred_deposit_id, lines)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -71,8 +71,7 @@ def read_rows(formdata) -> tuple[list[LineRow], str | None]:
             cells.setdefault(int(match.group(1)), {})[match.group(2)] = formdata.get(key, "")
     # Trimmed of white space but not of control characters (form_input.TRIMMED): str.strip() would
     # drop \x1c-\x1f, which _row_error must see and refuse.
-    rows = [LineRow(cells[i].get("sku", "").strip(TRIMMED), cells[i].get("quantity", "").strip(TRIMMED))
-            for i in sorted(cells)]
+    rows = [LineRow(cells[i].get("sku", "").strip(TRIMMED), cells[i].get("quantity", "").strip(TRIMMED)) for i in sorted(cells)]
     rows = [row for row in rows if row.sku or row.quantity]
     if len(rows) > MAX_LINES:
         return rows[:MAX_LINES], f"Un pedido admite hasta {MAX_LINES} líneas."

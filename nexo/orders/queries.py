@@ -55,15 +55,17 @@ def find_skus(conn, text: str, *, limit: int | None, offset: int = 0, after: str
              UNION
             SELECT id, sku, name FROM product WHERE lower(name) LIKE %(name)s {past}
              ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"""
-    return conn.execute(f"WITH found AS ({found}) {_CATALOG_ROW}",
-                        {"sku": _like_prefix(text.upper()), "name": _like_prefix(text.lower()),
-                         "limit": limit, "offset": offset, "after": after}).fetchall()
+    return conn.execute(
+        f"WITH found AS ({found}) {_CATALOG_ROW}",
+        {"sku": _like_prefix(text.upper()), "name": _like_prefix(text.lower()), "limit": limit, "offset": offset, "after": after},
+    ).fetchall()
 
 
 def catalog_of(conn, skus: list[str]) -> list[dict]:
     """Catalog rows of these SKUs (the lines a salesperson typed), by SKU; unknown SKUs are absent."""
-    return conn.execute(f"WITH found AS (SELECT id, sku, name FROM product WHERE sku = ANY(%s)) {_CATALOG_ROW}",
-                        [skus]).fetchall()
+    return conn.execute(
+        f"WITH found AS (SELECT id, sku, name FROM product WHERE sku = ANY(%s)) {_CATALOG_ROW}", [skus]
+    ).fetchall()
 
 
 def order_header(conn, order_id) -> dict | None:
@@ -80,7 +82,9 @@ def order_header(conn, order_id) -> dict | None:
           LEFT JOIN app_user d ON d.id = o.decided_by
           LEFT JOIN api_key k ON k.id = o.api_key_id
          WHERE o.id = %s
-        """, [order_id]).fetchone()
+        """,
+        [order_id],
+    ).fetchone()
 
 
 def order_lines(conn, order_id) -> list[dict]:
@@ -90,7 +94,9 @@ def order_lines(conn, order_id) -> list[dict]:
         SELECT l.sku, p.name, l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents AS amount_cents
           FROM order_line l JOIN product p ON p.id = l.product_id
          WHERE l.order_id = %s ORDER BY l.sku
-        """, [order_id]).fetchall()
+        """,
+        [order_id],
+    ).fetchall()
 
 
 def order_reservations(conn, order_id) -> list[dict]:
@@ -100,7 +106,9 @@ def order_reservations(conn, order_id) -> list[dict]:
         SELECT p.sku, r.warehouse_id, r.quantity, r.kind, r.expires_at, r.created_at, r.released_at
           FROM stock_reservation r JOIN product p ON p.id = r.product_id
          WHERE r.order_id = %s ORDER BY p.sku
-        """, [order_id]).fetchall()
+        """,
+        [order_id],
+    ).fetchall()
 
 
 def order_events(conn, order_id) -> list[dict]:
@@ -115,7 +123,9 @@ def order_events(conn, order_id) -> list[dict]:
                                FROM dead_letter d WHERE d.event_id = e.id
                               ORDER BY d.created_at DESC, d.id DESC LIMIT 1) dl ON true
          WHERE e.aggregate_id = %s ORDER BY e.created_at, e.event_type
-        """, [order_id]).fetchall()
+        """,
+        [order_id],
+    ).fetchall()
 
 
 def order_audit(conn, order_id) -> list[dict]:
@@ -124,7 +134,9 @@ def order_audit(conn, order_id) -> list[dict]:
         """
         SELECT occurred_at, actor, action, details FROM audit_log
          WHERE object_type = 'order' AND object_id = %s ORDER BY occurred_at, id
-        """, [str(order_id)]).fetchall()
+        """,
+        [str(order_id)],
+    ).fetchall()
 
 
 def orders_of_salesperson(conn, salesperson_id: int, limit: int = 200) -> list[dict]:
@@ -134,4 +146,6 @@ def orders_of_salesperson(conn, salesperson_id: int, limit: int = 200) -> list[d
         SELECT o.id, o.status, o.billing_status, o.total_cents, o.created_at, o.warehouse_id, c.name AS client_name
           FROM orders o JOIN client c ON c.id = o.client_id
          WHERE o.salesperson_id = %s ORDER BY o.created_at DESC, o.id LIMIT %s
-        """, [salesperson_id, limit]).fetchall()
+        """,
+        [salesperson_id, limit],
+    ).fetchall()

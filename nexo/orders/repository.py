@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class Claim:
     """The idempotency row as the claim statement left it."""
 
-    inserted: bool                   # True: this transaction created the key; False: it existed (committed)
+    inserted: bool  # True: this transaction created the key; False: it existed (committed)
     request_hash: str
     fingerprint_version: int
     order_id: object | None
@@ -31,7 +31,8 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
         ON CONFLICT (request_id) DO UPDATE SET request_id = EXCLUDED.request_id
         RETURNING (xmax = 0) AS inserted, request_hash, fingerprint_version, order_id
         """,
-        [request_id, request_hash, fingerprint_version]).fetchone()
+        [request_id, request_hash, fingerprint_version],
+    ).fetchone()
     return Claim(row["inserted"], row["request_hash"], row["fingerprint_version"], row["order_id"])
 
 
@@ -44,9 +45,9 @@ def link_request_to_order(conn, request_id, order_id) -> None:
 class OrderContext:
     """What the order needs to know before it writes: the client, whether the warehouse exists, the prices."""
 
-    client: dict | None                        # id, name, tier; None when the client does not exist
+    client: dict | None  # id, name, tier; None when the client does not exist
     warehouse_exists: bool
-    products: dict[str, dict]                  # by SKU: product_id, sku, price_cents (None: no price, RN-03)
+    products: dict[str, dict]  # by SKU: product_id, sku, price_cents (None: no price, RN-03)
 
 
 def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderContext:
@@ -63,17 +64,36 @@ def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderC
           LEFT JOIN client c ON c.id = %(client)s
           LEFT JOIN warehouse w ON w.id = %(warehouse)s
           LEFT JOIN (product p LEFT JOIN price_list pl ON pl.product_id = p.id) ON p.sku = ANY(%(skus)s)
-        """, {"client": client_id, "warehouse": warehouse_id, "skus": skus}).fetchall()
+        """,
+        {"client": client_id, "warehouse": warehouse_id, "skus": skus},
+    ).fetchall()
     first = rows[0]
-    client = None if first["client_id"] is None else {
-        "id": first["client_id"], "name": first["client_name"], "tier": first["client_tier"]}
-    products = {r["sku"]: {"product_id": r["product_id"], "sku": r["sku"], "price_cents": r["price_cents"]}
-                for r in rows if r["sku"] is not None}
+    client = (
+        None
+        if first["client_id"] is None
+        else {"id": first["client_id"], "name": first["client_name"], "tier": first["client_tier"]}
+    )
+    products = {
+        r["sku"]: {"product_id": r["product_id"], "sku": r["sku"], "price_cents": r["price_cents"]}
+        for r in rows
+        if r["sku"] is not None
+    }
     return OrderContext(client, first["warehouse_exists"], products)
 
 
-def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, salesperson_id: int, total_cents: int,
-                 delivery_method: str | None, lines: list[tuple], api_key_id: int | None = None) -> str:
+def record_order(
+    conn,
+    *,
+    order_id,
+    request_id,
+    client_id,
+    warehouse_id: str,
+    salesperson_id: int,
+    total_cents: int,
+    delivery_method: str | None,
+    lines: list[tuple],
+    api_key_id: int | None = None,
+) -> str:
     """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status.
 
     RN-01 stays one conditional UPDATE of the client's row (the `charged` CTE): the decision and the
@@ -110,9 +130,21 @@ def record_order(conn, *, order_id, request_id, client_id, warehouse_id: str, sa
                  UPDATE idempotency_keys SET order_id = %(order)s WHERE request_id = %(request)s)
         SELECT status FROM new_order
         """,
-        {"order": order_id, "request": request_id, "client": client_id, "warehouse": warehouse_id,
-         "salesperson": salesperson_id, "total": total_cents, "delivery": delivery_method, "api_key": api_key_id,
-         "products": products, "skus": skus, "quantities": quantities, "prices": prices}).fetchone()["status"]
+        {
+            "order": order_id,
+            "request": request_id,
+            "client": client_id,
+            "warehouse": warehouse_id,
+            "salesperson": salesperson_id,
+            "total": total_cents,
+            "delivery": delivery_method,
+            "api_key": api_key_id,
+            "products": products,
+            "skus": skus,
+            "quantities": quantities,
+            "prices": prices,
+        },
+    ).fetchone()["status"]
 
 
 def reserve_lines(conn, *, order_id, warehouse_id: str, kind: str, lines: list[tuple]) -> set:
@@ -148,13 +180,23 @@ def reserve_lines(conn, *, order_id, warehouse_id: str, kind: str, lines: list[t
                  SELECT %(order)s, product_id, %(warehouse)s, quantity, %(kind)s, NULL FROM reserved)
         SELECT product_id FROM reserved
         """,
-        {"products": products, "quantities": quantities, "warehouse": warehouse_id, "order": order_id,
-         "kind": kind}).fetchall()
+        {"products": products, "quantities": quantities, "warehouse": warehouse_id, "order": order_id, "kind": kind},
+    ).fetchall()
     return {row["product_id"] for row in rows}
 
 
-def insert_order(conn, *, order_id, client_id, warehouse_id: str, salesperson_id: int, status: str,
-                 total_cents: int, billing_status: str, delivery_method: str | None) -> None:
+def insert_order(
+    conn,
+    *,
+    order_id,
+    client_id,
+    warehouse_id: str,
+    salesperson_id: int,
+    status: str,
+    total_cents: int,
+    billing_status: str,
+    delivery_method: str | None,
+) -> None:
     """Insert the order header."""
     conn.execute(
         """
@@ -162,7 +204,8 @@ def insert_order(conn, *, order_id, client_id, warehouse_id: str, salesperson_id
                             delivery_method)
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
         """,
-        [order_id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status, delivery_method])
+        [order_id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status, delivery_method],
+    )
 
 
 def order_status(conn, order_id) -> str | None:

@@ -65,9 +65,14 @@ def create_order(db, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderRes
     if isinstance(result, Conflict):
         metrics.count_request_id_reused()
     if event_ids and wakeup is not None:
-        wakeup.request_delivery(event_ids)     # after the commit, never inside it (ADR-004)
-    log.info("create_order request=%s outcome=%s order=%s reasons=%s", cmd.request_id, result.outcome,
-             getattr(result, "order_id", None), ",".join(getattr(result, "reasons", ())) or "-")
+        wakeup.request_delivery(event_ids)  # after the commit, never inside it (ADR-004)
+    log.info(
+        "create_order request=%s outcome=%s order=%s reasons=%s",
+        cmd.request_id,
+        result.outcome,
+        getattr(result, "order_id", None),
+        ",".join(getattr(result, "reasons", ())) or "-",
+    )
     return result
 
 
@@ -99,17 +104,28 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
     #      pointing at it: one statement (issue 14: fewer round trips while the client's row is locked).
     order_id = uuid.uuid4()
     status = repo.record_order(
-        conn, order_id=order_id, request_id=cmd.request_id, client_id=cmd.client_id,
-        warehouse_id=cmd.warehouse_id, salesperson_id=cmd.salesperson_id, total_cents=total_cents,
-        delivery_method=cmd.delivery_method or None, api_key_id=cmd.api_key_id,
-        lines=[(line.product_id, line.sku, line.quantity, line.unit_price_cents) for line in priced])
+        conn,
+        order_id=order_id,
+        request_id=cmd.request_id,
+        client_id=cmd.client_id,
+        warehouse_id=cmd.warehouse_id,
+        salesperson_id=cmd.salesperson_id,
+        total_cents=total_cents,
+        delivery_method=cmd.delivery_method or None,
+        api_key_id=cmd.api_key_id,
+        lines=[(line.product_id, line.sku, line.quantity, line.unit_price_cents) for line in priced],
+    )
     approved = status == "CONFIRMADO"
 
     # 5. Reserve in the stock lock order (ADR-002), every line in one statement, so the salesperson sees every
     #    short line at once; the rollback undoes the reservations that did succeed.
-    reserved = repo.reserve_lines(conn, order_id=order_id, warehouse_id=cmd.warehouse_id,
-                                  kind="FIRME" if approved else "BLANDA",
-                                  lines=[(line.product_id, line.quantity) for line in priced])
+    reserved = repo.reserve_lines(
+        conn,
+        order_id=order_id,
+        warehouse_id=cmd.warehouse_id,
+        kind="FIRME" if approved else "BLANDA",
+        lines=[(line.product_id, line.quantity) for line in priced],
+    )
     problems = [LineProblem(line.sku, INSUFFICIENT_STOCK) for line in priced if line.product_id not in reserved]
     if problems:
         return Rejected(tuple(problems))
@@ -117,11 +133,16 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
     # 6. Only a confirmed order tells the warehouse and the fiscal provider, through the outbox (ADR-004).
     if approved:
         client = context.client
-        payload = order_payload(order_id=order_id, client_id=client["id"], client_name=client["name"],
-                                tier=client["tier"], warehouse_id=cmd.warehouse_id, total_cents=total_cents,
-                                lines=[(line.sku, line.quantity, line.unit_price_cents) for line in priced])
-        event_ids.extend(add_order_confirmed_events(conn, order_id=order_id, payload=payload,
-                                                    request_id=cmd.correlation_id))
+        payload = order_payload(
+            order_id=order_id,
+            client_id=client["id"],
+            client_name=client["name"],
+            tier=client["tier"],
+            warehouse_id=cmd.warehouse_id,
+            total_cents=total_cents,
+            lines=[(line.sku, line.quantity, line.unit_price_cents) for line in priced],
+        )
+        event_ids.extend(add_order_confirmed_events(conn, order_id=order_id, payload=payload, request_id=cmd.correlation_id))
     return Confirmed(order_id) if approved else PendingAuthorization(order_id)
 
 
@@ -129,8 +150,10 @@ def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResul
     # The stored fingerprint is compared in its own version, so a new normalisation never turns an
     # old retry into a false conflict (ADR-006). A version this code cannot compute is a conflict:
     # refusing is safe, replaying something we cannot compare is not.
-    if not is_known_version(claim.fingerprint_version) \
-            or command_fingerprint(cmd, claim.fingerprint_version) != claim.request_hash:
+    if (
+        not is_known_version(claim.fingerprint_version)
+        or command_fingerprint(cmd, claim.fingerprint_version) != claim.request_hash
+    ):
         return Conflict()
     if claim.order_id is None:
         # A committed key always has its order (rejections roll the key back); anything else is a bug.

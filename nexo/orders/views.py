@@ -18,14 +18,15 @@ bp = Blueprint("orders", __name__)
 # Who may look at any order besides the salesperson who entered it.
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 _REPLAYED_KEY = "orders.replayed"
-LOOKUP_PAGE = 20          # SKUs per page of the lookup, and on a fresh form
-MAX_LOOKUP_PAGES = 500     # 10,000 matches: enough to browse, past that a longer prefix finds it
+LOOKUP_PAGE = 20  # SKUs per page of the lookup, and on a fresh form
+MAX_LOOKUP_PAGES = 500  # 10,000 matches: enough to browse, past that a longer prefix finds it
 # A database outage can cut the order transaction before or after its commit. Confirming the same
 # form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
 RETRY_ADVICE["orders.new_order"] = (
     "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos confirmá "
     "el mismo formulario otra vez (con el botón de abajo): si ya se había guardado vas a ver ese mismo "
-    "pedido, nunca uno duplicado.")
+    "pedido, nunca uno duplicado."
+)
 
 
 @bp.route("/orders/new", methods=["GET", "POST"])
@@ -34,17 +35,21 @@ def new_order():
     """Show a fresh order form, or take a posted one through create_order (CU-01)."""
     if request.method == "GET":
         rows = request.args.get("rows", type=int) or MIN_ROWS
-        return _render_form(OrderForm(formdata=None), str(uuid.uuid4()), padded([], min(max(rows, MIN_ROWS),
-                                                                                     commands.MAX_LINES)))
+        return _render_form(OrderForm(formdata=None), str(uuid.uuid4()), padded([], min(max(rows, MIN_ROWS), commands.MAX_LINES)))
     form = OrderForm()
     rows, lines, errors = _validate(form)
     request_id = parse_uuid(form.request_id.data)
     if errors or any(row.error for row in rows):
         return _render_form(form, str(request_id or uuid.uuid4()), padded(rows), errors, 400)
     cmd = commands.CreateOrder(
-        request_id=request_id, client_id=uuid.UUID(form.client_id.data), warehouse_id=form.deposit_id.data,
-        lines=tuple(lines), salesperson_id=current_user.id,
-        delivery_method=(form.delivery_method.data or "").strip() or None, correlation_id=g.get("request_id"))
+        request_id=request_id,
+        client_id=uuid.UUID(form.client_id.data),
+        warehouse_id=form.deposit_id.data,
+        lines=tuple(lines),
+        salesperson_id=current_user.id,
+        delivery_method=(form.delivery_method.data or "").strip() or None,
+        correlation_id=g.get("request_id"),
+    )
     result = service.create_order(get_db(), cmd, get_wakeup())
     return _respond(result, form, rows, str(request_id))
 
@@ -60,8 +65,9 @@ def _validate(form: OrderForm):
     form.validate()
     errors = {field.name: field.errors[0] for field in form if field.errors}
     if parse_uuid(form.request_id.data) is None:
-        errors.setdefault("request_id", "Este formulario no tiene un identificador válido. Abrí un pedido nuevo "
-                                        "desde «Nuevo pedido».")
+        errors.setdefault(
+            "request_id", "Este formulario no tiene un identificador válido. Abrí un pedido nuevo desde «Nuevo pedido»."
+        )
     if parse_uuid(form.client_id.data) is None:
         errors.setdefault("client_id", "Elegí un cliente de la lista.")
     if not (form.deposit_id.data or "").strip():
@@ -96,22 +102,34 @@ def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow],
             return _render_form(form, request_id, padded(rows), dict(field_errors), 400)
 
 
-def _render_form(form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None,
-                 status: int = 200, problems=()):
+def _render_form(
+    form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None, status: int = 200, problems=()
+):
     # Never the whole catalog (issue 14: 50,000 SKUs are megabytes, and each 422 would send them
     # again): a fresh form shows the catalog's first page, an answer to a post the well-formed lines
     # typed in it (a malformed one, e.g. a control character, is never sent to the database).
     # The SKU lookup (/orders/skus) finds the rest.
     typed = sorted({row.normalised_sku for row in rows if row.normalised_sku and not row.error})
     with get_db().reading() as conn:
-        client_options = get_client_options().html(conn, form.client_id.data)     # first: it reads the version
-        context = {"warehouses": queries.warehouses(conn),
-                   "catalog": queries.catalog_of(conn, typed) if request.method == "POST"
-                   else queries.find_skus(conn, "", limit=LOOKUP_PAGE)}
-    return render_template("orders/new.html", form=form, request_id=request_id, rows=rows, errors=errors or {},
-                           problems=problems, more_rows=min(len(rows) + MIN_ROWS, commands.MAX_LINES),
-                           max_rows=commands.MAX_LINES,
-                           client_options=client_options, **context), status
+        client_options = get_client_options().html(conn, form.client_id.data)  # first: it reads the version
+        context = {
+            "warehouses": queries.warehouses(conn),
+            "catalog": queries.catalog_of(conn, typed)
+            if request.method == "POST"
+            else queries.find_skus(conn, "", limit=LOOKUP_PAGE),
+        }
+    return render_template(
+        "orders/new.html",
+        form=form,
+        request_id=request_id,
+        rows=rows,
+        errors=errors or {},
+        problems=problems,
+        more_rows=min(len(rows) + MIN_ROWS, commands.MAX_LINES),
+        max_rows=commands.MAX_LINES,
+        client_options=client_options,
+        **context,
+    ), status
 
 
 @bp.route("/orders/skus")
@@ -125,8 +143,14 @@ def find_skus():
     with get_db().reading() as conn:
         found = queries.find_skus(conn, text, limit=LOOKUP_PAGE + 1, offset=(page - 1) * LOOKUP_PAGE)
         warehouses = queries.warehouses(conn)
-    return render_template("orders/skus.html", q=text, page=page, catalog=found[:LOOKUP_PAGE],
-                           has_next=len(found) > LOOKUP_PAGE, warehouses=warehouses)
+    return render_template(
+        "orders/skus.html",
+        q=text,
+        page=page,
+        catalog=found[:LOOKUP_PAGE],
+        has_next=len(found) > LOOKUP_PAGE,
+        warehouses=warehouses,
+    )
 
 
 @bp.route("/orders/<uuid:order_id>")
@@ -135,11 +159,13 @@ def show_order(order_id: uuid.UUID):
     with get_db().reading() as conn:
         order = queries.order_header(conn, order_id)
         if order is None or not _may_view(order):
-            abort(404)     # a stranger's order looks exactly like a missing one
-        details = {"lines": queries.order_lines(conn, order_id),
-                   "reservations": queries.order_reservations(conn, order_id),
-                   "events": queries.order_events(conn, order_id),
-                   "audit": queries.order_audit(conn, order_id)}
+            abort(404)  # a stranger's order looks exactly like a missing one
+        details = {
+            "lines": queries.order_lines(conn, order_id),
+            "reservations": queries.order_reservations(conn, order_id),
+            "events": queries.order_events(conn, order_id),
+            "audit": queries.order_audit(conn, order_id),
+        }
     replayed = session.pop(_REPLAYED_KEY, None) == str(order_id)
     return render_template("orders/show.html", order=order, replayed=replayed, **details)
 

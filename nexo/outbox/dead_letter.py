@@ -16,8 +16,9 @@ def error_signature(destination: str, http_status: int | None, error_class: str 
     return f"{destination}:{http_status if http_status is not None else (error_class or 'desconocido')}"
 
 
-def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_error: str | None,
-                     http_status: int | None, error_class: str | None) -> int:
+def open_dead_letter(
+    conn, *, event_id, destination: str, attempts: int, last_error: str | None, http_status: int | None, error_class: str | None
+) -> int:
     """Record that an event reached FALLIDO, with its audit row, in the caller's transaction.
 
     Must run in the same transaction that sets outbox_event.status = 'FALLIDO' (guarantee 11): either
@@ -39,12 +40,28 @@ def open_dead_letter(conn, *, event_id, destination: str, attempts: int, last_er
                                        '-infinity')
         RETURNING id
         """,
-        {"event_id": event_id, "destination": destination, "attempts": attempts, "last_error": last_error,
-         "http_status": http_status, "signature": error_signature(destination, http_status, error_class)},
+        {
+            "event_id": event_id,
+            "destination": destination,
+            "attempts": attempts,
+            "last_error": last_error,
+            "http_status": http_status,
+            "signature": error_signature(destination, http_status, error_class),
+        },
     ).fetchone()
     dead_letter_id = row["id"]
-    audit.append(conn, actor=audit.SYSTEM_ACTOR, action="dead_letter.opened", object_type="dead_letter",
-                 object_id=dead_letter_id,
-                 details={"event_id": str(event_id), "destination": destination, "attempts": attempts,
-                          "http_status": http_status, "last_error": last_error or ""})
+    audit.append(
+        conn,
+        actor=audit.SYSTEM_ACTOR,
+        action="dead_letter.opened",
+        object_type="dead_letter",
+        object_id=dead_letter_id,
+        details={
+            "event_id": str(event_id),
+            "destination": destination,
+            "attempts": attempts,
+            "http_status": http_status,
+            "last_error": last_error or "",
+        },
+    )
     return dead_letter_id

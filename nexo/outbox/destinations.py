@@ -25,9 +25,9 @@ DELIVERED, TRANSIENT, PERMANENT = "delivered", "transient", "permanent"
 class DeliveryResult:
     """What one HTTP delivery attempt came to."""
 
-    kind: str                       # DELIVERED, TRANSIENT or PERMANENT
+    kind: str  # DELIVERED, TRANSIENT or PERMANENT
     http_status: int | None = None
-    effect: str | None = None       # invoice number or ticket, when delivered
+    effect: str | None = None  # invoice number or ticket, when delivered
     error: str | None = None
     error_class: str | None = None  # exception name, for the dead letter's error signature
     duration_ms: int = 0
@@ -60,8 +60,9 @@ def deliver_all(client: HttpClient, settings: Settings, events: list[tuple[str, 
         url = target.base_url(settings)
         if not url:
             # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
-            results[index] = DeliveryResult(TRANSIENT, error=f"{target.url_variable()} no está configurada",
-                                            error_class="NotConfigured")
+            results[index] = DeliveryResult(
+                TRANSIENT, error=f"{target.url_variable()} no está configurada", error_class="NotConfigured"
+            )
             continue
         calls.append(("POST", url.rstrip("/") + target.path, payload, {"Idempotency-Key": str(event_id)}))
         sent.append((index, target))
@@ -71,7 +72,7 @@ def deliver_all(client: HttpClient, settings: Settings, events: list[tuple[str, 
 
 
 def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
-    if isinstance(answer, DeadlineExceeded):     # slow connect, endless headers, a dribbled or endless body
+    if isinstance(answer, DeadlineExceeded):  # slow connect, endless headers, a dribbled or endless body
         return _failure(TRANSIENT, "Timeout", str(answer), duration_ms)
     if isinstance(answer, BaseException):
         # A TransportError (refused or reset connection, a broken answer) is worth retrying; anything else
@@ -79,7 +80,7 @@ def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
         return _failure(TRANSIENT, type(answer).__name__, str(answer) or type(answer).__name__, duration_ms)
     try:
         return read_answer(answer, effect_field, duration_ms=duration_ms)
-    except Exception as exc:    # reading an answer must not raise either, or no outcome is ever recorded
+    except Exception as exc:  # reading an answer must not raise either, or no outcome is ever recorded
         return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, duration_ms)
 
 
@@ -87,24 +88,38 @@ def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> D
     """Classify a destination's answer and pick its business effect out of a success."""
     kind = classify(answer.status)
     if kind != DELIVERED:
-        return DeliveryResult(kind, http_status=answer.status, duration_ms=duration_ms,
-                              error=storable_text(f"HTTP {answer.status}: {_body_excerpt(answer)}"))
+        return DeliveryResult(
+            kind,
+            http_status=answer.status,
+            duration_ms=duration_ms,
+            error=storable_text(f"HTTP {answer.status}: {_body_excerpt(answer)}"),
+        )
     if not answer.complete:
-        return DeliveryResult(PERMANENT, http_status=answer.status, duration_ms=duration_ms, error_class="BadAnswer",
-                              error=f"respuesta {answer.status} de más de {len(answer.body)} bytes, sin leer entera")
+        return DeliveryResult(
+            PERMANENT,
+            http_status=answer.status,
+            duration_ms=duration_ms,
+            error_class="BadAnswer",
+            error=f"respuesta {answer.status} de más de {len(answer.body)} bytes, sin leer entera",
+        )
     try:
         effect = json.loads(answer.text())[effect_field]
     except (ValueError, KeyError, TypeError):
         # The destination says it applied something but not what: a person must look (dead letter).
-        return DeliveryResult(PERMANENT, http_status=answer.status, duration_ms=duration_ms,
-                              error=f"respuesta {answer.status} sin '{effect_field}'", error_class="BadAnswer")
-    return DeliveryResult(DELIVERED, http_status=answer.status, effect=storable_text(str(effect)),
-                          duration_ms=duration_ms)
+        return DeliveryResult(
+            PERMANENT,
+            http_status=answer.status,
+            duration_ms=duration_ms,
+            error=f"respuesta {answer.status} sin '{effect_field}'",
+            error_class="BadAnswer",
+        )
+    return DeliveryResult(DELIVERED, http_status=answer.status, effect=storable_text(str(effect)), duration_ms=duration_ms)
 
 
 def _failure(kind: str, error_class: str, message: str, duration_ms: int) -> DeliveryResult:
-    return DeliveryResult(kind, error=storable_text(f"{error_class}: {message}"), error_class=error_class,
-                          duration_ms=duration_ms)
+    return DeliveryResult(
+        kind, error=storable_text(f"{error_class}: {message}"), error_class=error_class, duration_ms=duration_ms
+    )
 
 
 def _body_excerpt(answer: Answer, limit: int = 300) -> str:
@@ -115,4 +130,3 @@ def _body_excerpt(answer: Answer, limit: int = 300) -> str:
     except ValueError:
         pass
     return storable_text(text, limit)
-

@@ -29,7 +29,7 @@ import pycurl
 from nexo.settings import DELIVERY_WAIT_MARGIN_S
 
 MAX_BODY_BYTES = 64 * 1024
-MAX_CONNECTIONS = 20          # kept alive per multi handle, every destination together
+MAX_CONNECTIONS = 20  # kept alive per multi handle, every destination together
 # What the caller allows beyond the deadline before it gives up on libcurl (bookkeeping only);
 # settings.py counts it in the job time budget.
 DEADLINE_MARGIN_S = DELIVERY_WAIT_MARGIN_S
@@ -67,12 +67,12 @@ _CURL_ERRORS = {
     pycurl.E_COULDNT_RESOLVE_PROXY: ConnectError,
     pycurl.E_COULDNT_CONNECT: ConnectError,
     pycurl.E_SSL_CONNECT_ERROR: ConnectError,
-    pycurl.E_PEER_FAILED_VERIFICATION: ConnectError,     # the destination's certificate is not trusted
+    pycurl.E_PEER_FAILED_VERIFICATION: ConnectError,  # the destination's certificate is not trusted
     pycurl.E_URL_MALFORMAT: ConnectError,
-    pycurl.E_FTP_WEIRD_SERVER_REPLY: RemoteProtocolError,   # 8, CURLE_WEIRD_SERVER_REPLY since libcurl 7.51
+    pycurl.E_FTP_WEIRD_SERVER_REPLY: RemoteProtocolError,  # 8, CURLE_WEIRD_SERVER_REPLY since libcurl 7.51
     pycurl.E_PARTIAL_FILE: RemoteProtocolError,
     pycurl.E_GOT_NOTHING: RemoteProtocolError,
-    pycurl.E_UNSUPPORTED_PROTOCOL: RemoteProtocolError,    # an HTTP/0.9 reply, or a file:// URL
+    pycurl.E_UNSUPPORTED_PROTOCOL: RemoteProtocolError,  # an HTTP/0.9 reply, or a file:// URL
     pycurl.E_BAD_CONTENT_ENCODING: RemoteProtocolError,
     pycurl.E_SEND_ERROR: ReadError,
     pycurl.E_RECV_ERROR: ReadError,
@@ -92,17 +92,16 @@ class Answer:
         """The body read so far, decoded leniently (a cut multi-byte character becomes U+FFFD)."""
         try:
             return self.body.decode(self.encoding or "utf-8", errors="replace")
-        except LookupError:     # `charset=bogus`: a label no codec knows must not lose the answer
+        except LookupError:  # `charset=bogus`: a label no codec knows must not lose the answer
             return self.body.decode("utf-8", errors="replace")
 
 
 class _Transfer:
     """One request on a multi handle: its easy handle, the body read so far, and when it started."""
 
-    def __init__(self, client: HttpClient, method: str, url: str, json: dict | None,
-                 headers: dict[str, str] | None):
+    def __init__(self, client: HttpClient, method: str, url: str, json: dict | None, headers: dict[str, str] | None):
         self.body = bytearray()
-        self.cut = False            # the answer was longer than the cap: stopped reading
+        self.cut = False  # the answer was longer than the cap: stopped reading
         self.started = time.monotonic()
         self.result: Answer | BaseException | None = None
         self.seconds = 0.0
@@ -113,7 +112,7 @@ class _Transfer:
         # Only http(s), also after a redirect (none are followed): a destination URL is a setting, but a
         # typo such as file:// must fail as a transport error, not read a file.
         curl.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
-        curl.setopt(pycurl.NOSIGNAL, 1)     # no SIGALRM from libcurl: rq's job timeout owns that signal
+        curl.setopt(pycurl.NOSIGNAL, 1)  # no SIGALRM from libcurl: rq's job timeout owns that signal
         # https destinations are verified against certifi's CA bundle (what httpx used), not a path
         # compiled into the wheel's libcurl that a given host may not have.
         curl.setopt(pycurl.CAINFO, certifi.where())
@@ -136,7 +135,7 @@ class _Transfer:
         self.body += chunk
         if len(self.body) > self._cap:
             self.cut = True
-            return 0            # any other count than len(chunk) makes libcurl stop this transfer
+            return 0  # any other count than len(chunk) makes libcurl stop this transfer
         return None
 
     def finish(self, errno: int = 0, message: str = "") -> None:
@@ -144,8 +143,12 @@ class _Transfer:
         curl = self.curl
         self.seconds = time.monotonic() - self.started
         if errno == 0 or (errno == pycurl.E_WRITE_ERROR and self.cut):
-            self.result = Answer(curl.getinfo(pycurl.RESPONSE_CODE), bytes(self.body[:self._cap]),
-                                 complete=not self.cut, encoding=_charset(curl.getinfo(pycurl.CONTENT_TYPE)))
+            self.result = Answer(
+                curl.getinfo(pycurl.RESPONSE_CODE),
+                bytes(self.body[: self._cap]),
+                complete=not self.cut,
+                encoding=_charset(curl.getinfo(pycurl.CONTENT_TYPE)),
+            )
         elif errno == pycurl.E_OPERATION_TIMEDOUT:
             self.result = DeadlineExceeded(f"sin respuesta completa en {self._deadline_s:g} s")
         else:
@@ -168,12 +171,11 @@ class HttpClient:
         self.deadline_s = deadline_s
         self.max_body_bytes = max_body_bytes
         self._pid = os.getpid()
-        self._idle: list[pycurl.CurlMulti] = []     # multi handles with their kept-alive connections
+        self._idle: list[pycurl.CurlMulti] = []  # multi handles with their kept-alive connections
         self._lock = threading.Lock()
         self._closed = False
 
-    def request(self, method: str, url: str, *, json: dict | None = None,
-                headers: dict[str, str] | None = None) -> Answer:
+    def request(self, method: str, url: str, *, json: dict | None = None, headers: dict[str, str] | None = None) -> Answer:
         """One request, ended by the deadline; raises DeadlineExceeded or TransportError."""
         [(answer, _)] = self.request_all([(method, url, json, headers)])
         if isinstance(answer, BaseException):

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # delivery_attempt.outcome values (migration 0003)
 ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
-SIN_RESULTADO = "SIN_RESULTADO"   # migration 0065: the attempt ended (killed, unwritable) without an outcome
+SIN_RESULTADO = "SIN_RESULTADO"  # migration 0065: the attempt ended (killed, unwritable) without an outcome
 # Events of one destination claimed and delivered together at most: the lanes of every destination
 # together stay within the HTTP client's connections, so no request of a batch spends its deadline
 # waiting for a connection (http_client.py).
@@ -64,7 +64,8 @@ def build_context(settings: Settings, role: str) -> RelayContext:
         settings=settings,
         db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
         http=HttpClient(settings.relay.delivery_timeout_s),
-        worker=f"{role}@{socket.gethostname()}:{os.getpid()}")
+        worker=f"{role}@{socket.gethostname()}:{os.getpid()}",
+    )
 
 
 def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
@@ -81,8 +82,9 @@ class Delivered:
     budget_spent: bool = False
 
 
-def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None,
-                   stop: threading.Event | None = None) -> Delivered:
+def deliver_events(
+    ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None, stop: threading.Event | None = None
+) -> Delivered:
     """Deliver the given events, or (drain) every due one, in batches per destination, within the job's budget.
 
     Each destination has its own lane, and the lanes run side by side (ADR-010): a destination that
@@ -102,18 +104,18 @@ def deliver_events(ctx: RelayContext, event_ids: list, *, drain: bool = False, b
         # The last batch started must end inside the job rq really runs: whole seconds (settings.py).
         budget_s = cadence.job_seconds - cadence.attempt_worst_s
     deadline = time.monotonic() + budget_s
-    ids = None if drain else list(event_ids)    # a drain claims every due event, the given ones included
+    ids = None if drain else list(event_ids)  # a drain claims every due event, the given ones included
     if ids == []:
         return Delivered([])
     with ThreadPoolExecutor(len(DESTINATIONS), thread_name_prefix="nexo-lane") as lanes:
         runs = [lanes.submit(_lane, ctx, name, ids, deadline, stop) for name in DESTINATIONS]
         lanes_done = [run.result() for run in runs]
-    return Delivered([outcome for lane in lanes_done for outcome in lane.outcomes],
-                     budget_spent=any(lane.budget_spent for lane in lanes_done))
+    return Delivered(
+        [outcome for lane in lanes_done for outcome in lane.outcomes], budget_spent=any(lane.budget_spent for lane in lanes_done)
+    )
 
 
-def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float,
-          stop: threading.Event | None) -> Delivered:
+def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float, stop: threading.Event | None) -> Delivered:
     """One destination's batches for deliver_events, until none of its events is due or the budget ends."""
     outcomes, size, started = [], 1, False
     while True:
@@ -126,7 +128,7 @@ def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float
         started = True
         claimed, delivered, timed_out = _deliver_batch(ctx, ids=ids, limit=size, destination=destination)
         if not claimed:
-            break          # nothing of this destination is due
+            break  # nothing of this destination is due
         outcomes += delivered
         if ids is not None:
             taken = {str(e) for e in claimed}
@@ -149,16 +151,21 @@ def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | Non
     """deliver_due: (the ids claimed, their outcomes, whether any delivery ran out its deadline)."""
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:
-        claimed = repo.claim_due(tx.conn, lease_s=cadence.lease_s, worker=ctx.worker, limit=limit, ids=ids,
-                                 max_attempts=cadence.max_attempts, destination=destination)
+        claimed = repo.claim_due(
+            tx.conn,
+            lease_s=cadence.lease_s,
+            worker=ctx.worker,
+            limit=limit,
+            ids=ids,
+            max_attempts=cadence.max_attempts,
+            destination=destination,
+        )
         tx.commit()
     if not claimed:
         return [], [], False
     # The claim transaction is closed: the HTTP calls below hold no database lock.
-    results = destinations.deliver_all(ctx.http, ctx.settings,
-                                       [(e["destination"], e["id"], e["payload"]) for e in claimed])
-    return ([e["id"] for e in claimed], record_all(ctx, claimed, results),
-            any(r.error_class == "Timeout" for r in results))
+    results = destinations.deliver_all(ctx.http, ctx.settings, [(e["destination"], e["id"], e["payload"]) for e in claimed])
+    return ([e["id"] for e in claimed], record_all(ctx, claimed, results), any(r.error_class == "Timeout" for r in results))
 
 
 def record_all(ctx: RelayContext, events: list[dict], results: list[destinations.DeliveryResult]) -> list[str]:
@@ -170,13 +177,14 @@ def record_all(ctx: RelayContext, events: list[dict], results: list[destinations
     plans = [_plan(ctx.settings.relay, event, result) for event, result in zip(events, results, strict=True)]
     with ctx.db.transaction() as tx:
         conn = tx.conn
-        kept = repo.record_outcomes(conn, [(e["id"], e["claim_token"], outcome, delay, error)
-                                           for e, _, outcome, delay, error in plans])
+        kept = repo.record_outcomes(
+            conn, [(e["id"], e["claim_token"], outcome, delay, error) for e, _, outcome, delay, error in plans]
+        )
         lost = {e["id"]: outcome for e, _, outcome, _, _ in plans if e["id"] not in kept}
-        plans = [(e, r, DESCARTADO if e["id"] in lost else outcome, delay, error)
-                 for e, r, outcome, delay, error in plans]
-        repo.close_attempts(conn, [(e["attempt_id"], outcome, r.http_status, error, r.duration_ms)
-                                   for e, r, outcome, _, error in plans])
+        plans = [(e, r, DESCARTADO if e["id"] in lost else outcome, delay, error) for e, r, outcome, delay, error in plans]
+        repo.close_attempts(
+            conn, [(e["attempt_id"], outcome, r.http_status, error, r.duration_ms) for e, r, outcome, _, error in plans]
+        )
         delivered = [(e, r) for e, r, outcome, _, _ in plans if outcome == ENTREGADO]
         orders = sorted({e["aggregate_id"] for e, _ in delivered})
         if len(orders) > 1:
@@ -190,18 +198,32 @@ def record_all(ctx: RelayContext, events: list[dict], results: list[destinations
         for e, r, outcome, _, error in plans:
             if outcome == FALLIDO:
                 # Guarantee 11: the FALLIDO transition and its durable dead letter commit together.
-                open_dead_letter(conn, event_id=e["id"], destination=e["destination"], attempts=e["attempts"],
-                                 last_error=error, http_status=r.http_status, error_class=r.error_class)
+                open_dead_letter(
+                    conn,
+                    event_id=e["id"],
+                    destination=e["destination"],
+                    attempts=e["attempts"],
+                    last_error=error,
+                    http_status=r.http_status,
+                    error_class=r.error_class,
+                )
         tx.commit()
     for e, _, outcome, _, error in plans:
-        bind_request_id(e["request_id"])        # the request that wrote the event, on its log line
+        bind_request_id(e["request_id"])  # the request that wrote the event, on its log line
         if outcome == DESCARTADO:
             # Our lease expired and another claimant took the event: its outcome stands, not ours.
-            log.warning("event %s: lease lost before recording %s; outcome discarded (attempt %d)",
-                        e["id"], lost[e["id"]], e["attempts"])
+            log.warning(
+                "event %s: lease lost before recording %s; outcome discarded (attempt %d)", e["id"], lost[e["id"]], e["attempts"]
+            )
         else:
-            log.info("event %s (%s) attempt %d: %s%s", e["id"], e["destination"], e["attempts"], outcome,
-                     f" ({error})" if error else "")
+            log.info(
+                "event %s (%s) attempt %d: %s%s",
+                e["id"],
+                e["destination"],
+                e["attempts"],
+                outcome,
+                f" ({error})" if error else "",
+            )
     return [outcome for _, _, outcome, _, _ in plans]
 
 
@@ -214,7 +236,7 @@ def _plan(cadence, event: dict, result: destinations.DeliveryResult) -> tuple:
     if result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
         delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
         return event, result, REINTENTO, delay, error
-    if result.kind == destinations.TRANSIENT:   # RELAY_MAX_ATTEMPTS reached: a person decides now
+    if result.kind == destinations.TRANSIENT:  # RELAY_MAX_ATTEMPTS reached: a person decides now
         error = f"agotados {event['cycle_attempts']} intentos; último error: {error}"
     return event, result, FALLIDO, 0.0, error
 
@@ -231,12 +253,19 @@ def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
         spent = repo.lock_spent(tx.conn, max_attempts=cadence.max_attempts, limit=limit)
         for event in spent:
             error = _spent_error(event)
-            repo.close_open_attempts(tx.conn, event["id"], outcome=SIN_RESULTADO,
-                                     error="el intento terminó sin que se registrara su resultado")
+            repo.close_open_attempts(
+                tx.conn, event["id"], outcome=SIN_RESULTADO, error="el intento terminó sin que se registrara su resultado"
+            )
             repo.mark_spent(tx.conn, event["id"], error=error)
-            open_dead_letter(tx.conn, event_id=event["id"], destination=event["destination"],
-                             attempts=event["attempts"], last_error=error, http_status=None,
-                             error_class="NoOutcome" if event["last_open"] else "MaxAttempts")
+            open_dead_letter(
+                tx.conn,
+                event_id=event["id"],
+                destination=event["destination"],
+                attempts=event["attempts"],
+                last_error=error,
+                http_status=None,
+                error_class="NoOutcome" if event["last_open"] else "MaxAttempts",
+            )
         tx.commit()
     for event in spent:
         log.warning("event %s (%s): FALLIDO, %s", event["id"], event["destination"], _spent_error(event))
@@ -245,9 +274,9 @@ def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
 
 def _spent_error(event: dict) -> str:
     if event["last_open"]:
-        return (f"agotados {event['cycle_attempts']} intentos; el último terminó sin registrar resultado"
-                " (proceso o tarea detenidos, o el resultado no se pudo escribir)")
+        return (
+            f"agotados {event['cycle_attempts']} intentos; el último terminó sin registrar resultado"
+            " (proceso o tarea detenidos, o el resultado no se pudo escribir)"
+        )
     # RELAY_MAX_ATTEMPTS was lowered after the last retry was recorded.
     return f"agotados {event['cycle_attempts']} intentos; último error: {event['last_error']}"
-
-

@@ -18,8 +18,8 @@ def add_events(conn, *, order_id, event_types: list[str], payload: dict, request
         "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id)"
         " SELECT id, %s, event_type, destination, %s, %s"
         "   FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS e(id, event_type, destination)",
-        [order_id, Jsonb(payload), request_id, event_ids, list(event_types),
-         [registry.for_event(t).name for t in event_types]])
+        [order_id, Jsonb(payload), request_id, event_ids, list(event_types), [registry.for_event(t).name for t in event_types]],
+    )
     return event_ids
 
 
@@ -60,8 +60,9 @@ SELECT claimed.*, attempt.attempt_id FROM claimed JOIN attempt ON attempt.event_
 """
 
 
-def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None,
-              destination: str | None = None) -> list[dict]:
+def claim_due(
+    conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None, destination: str | None = None
+) -> list[dict]:
     """Lease up to `limit` due PENDIENTE events (optionally only these ids, this destination), open their attempts.
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
@@ -69,9 +70,17 @@ def claim_due(conn, *, lease_s: float, worker: str, max_attempts: int, limit: in
     attempt is counted here, before any network call, so however it ends it has been counted (issue 11),
     and an earlier attempt left open is closed as SIN_RESULTADO (ADR-014).
     """
-    return conn.execute(CLAIM_SQL, {"lease_s": lease_s, "worker": worker, "limit": limit, "max_attempts": max_attempts,
-                                    "ids": [str(i) for i in ids] if ids is not None else None,
-                                    "destination": destination}).fetchall()
+    return conn.execute(
+        CLAIM_SQL,
+        {
+            "lease_s": lease_s,
+            "worker": worker,
+            "limit": limit,
+            "max_attempts": max_attempts,
+            "ids": [str(i) for i in ids] if ids is not None else None,
+            "destination": destination,
+        },
+    ).fetchall()
 
 
 def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[dict]:
@@ -81,7 +90,9 @@ def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) 
         " WHERE status = 'PENDIENTE' AND next_attempt_at <= now() - make_interval(secs => %s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
         "   AND attempts - cycle_started_attempts < %s"
-        " ORDER BY next_attempt_at LIMIT %s", [grace_s, max_attempts, limit]).fetchall()
+        " ORDER BY next_attempt_at LIMIT %s",
+        [grace_s, max_attempts, limit],
+    ).fetchall()
 
 
 def lock_spent(conn, *, max_attempts: int, limit: int) -> list[dict]:
@@ -103,7 +114,9 @@ def lock_spent(conn, *, max_attempts: int, limit: int) -> list[dict]:
          ORDER BY e.next_attempt_at
          LIMIT %s
            FOR UPDATE OF e SKIP LOCKED
-        """, [max_attempts, limit]).fetchall()
+        """,
+        [max_attempts, limit],
+    ).fetchall()
 
 
 def mark_spent(conn, event_id, *, error: str) -> dict | None:
@@ -111,7 +124,9 @@ def mark_spent(conn, event_id, *, error: str) -> dict | None:
     return conn.execute(
         "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
         " WHERE id = %s AND status = 'PENDIENTE'"
-        " RETURNING id, aggregate_id, destination, attempts", [storable_text(error), event_id]).fetchone()
+        " RETURNING id, aggregate_id, destination, attempts",
+        [storable_text(error), event_id],
+    ).fetchone()
 
 
 def close_open_attempts(conn, event_id, *, outcome: str, error: str) -> int:
@@ -119,7 +134,9 @@ def close_open_attempts(conn, event_id, *, outcome: str, error: str) -> int:
     return conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
         " duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::integer"
-        " WHERE event_id = %s AND finished_at IS NULL", [outcome, storable_text(error), event_id]).rowcount
+        " WHERE event_id = %s AND finished_at IS NULL",
+        [outcome, storable_text(error), event_id],
+    ).rowcount
 
 
 RECORD_SQL = """
@@ -170,10 +187,13 @@ def close_attempts(conn, attempts: list[tuple]) -> None:
         " http_status = o.http_status, error = o.error, duration_ms = o.duration_ms"
         " FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::text[], %s::integer[])"
         "   AS o(id, outcome, http_status, error, duration_ms)"
-        " WHERE a.id = o.id AND a.finished_at IS NULL", [ids, outcomes, statuses, [storable_text(e) for e in errors], durations])
+        " WHERE a.id = o.id AND a.finished_at IS NULL",
+        [ids, outcomes, statuses, [storable_text(e) for e in errors], durations],
+    )
 
 
 # --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
+
 
 def requeue_events(conn, *, event_ids: list, destination: str) -> int:
     """Put FALLIDO events of one destination back to PENDIENTE, due now, with no lease; return how many.

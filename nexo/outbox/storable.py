@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 
-ERROR_TEXT_LIMIT = 500     # characters of an error kept on an attempt, an event or a dead letter
+ERROR_TEXT_LIMIT = 500  # characters of an error kept on an attempt, an event or a dead letter
 _WHITESPACE = {"\t": " ", "\n": " ", "\r": " "}
 
 
@@ -19,8 +19,9 @@ def storable_text(text: str | None, limit: int = ERROR_TEXT_LIMIT) -> str | None
         return None
     # Cc: C0/C1 controls, NUL and DEL included; Cs: surrogates, which no UTF-8 encoder accepts.
     # Tabs and line breaks become spaces, so an excerpt still reads as words.
-    cleaned = "".join(_WHITESPACE.get(ch, ch) for ch in text[:limit * 8]
-                      if ch in _WHITESPACE or unicodedata.category(ch) not in ("Cc", "Cs"))
+    cleaned = "".join(
+        _WHITESPACE.get(ch, ch) for ch in text[: limit * 8] if ch in _WHITESPACE or unicodedata.category(ch) not in ("Cc", "Cs")
+    )
     if len(cleaned) > limit:
-        cleaned = cleaned[:limit - 1] + "…"
+        cleaned = cleaned[: limit - 1] + "…"
     return cleaned

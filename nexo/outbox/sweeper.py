@@ -25,7 +25,7 @@ from nexo.outbox import repository as repo
 
 log = logging.getLogger(__name__)
 
-BATCH = 500              # due events looked at per sweep
+BATCH = 500  # due events looked at per sweep
 # A brand-new event's wake-up is normally already on its way: do not send a second one before this.
 WAKEUP_GRACE_S = 1.0
 
@@ -46,8 +46,10 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
     failed = relay.fail_spent(ctx)
     grace = min(WAKEUP_GRACE_S, cadence.sweep_interval_s)
     with ctx.db.reading() as conn:
-        due = {str(r["id"]): r["request_id"] for r in repo.due_event_ids(
-            conn, limit=BATCH, max_attempts=cadence.max_attempts, grace_s=grace)}
+        due = {
+            str(r["id"]): r["request_id"]
+            for r in repo.due_event_ids(conn, limit=BATCH, max_attempts=cadence.max_attempts, grace_s=grace)
+        }
     if not due:
         return SweepResult(failed=failed)
     try:
@@ -57,39 +59,42 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
         stale_before = datetime.now(UTC) - timedelta(seconds=cadence.lease_s)
         stale = [w for w in waiting if w.enqueued_at < stale_before]
         if stale and wakeup.worker_seen_since(ring.connection, ctx.settings, stale_before):
-            stale = []      # a worker took a job within the lease: it is alive and only behind, not gone
+            stale = []  # a worker took a job within the lease: it is alive and only behind, not gone
         fresh = [w for w in waiting if w not in stale]
         # A drain job covers every due event (wakeup.py); one that waited a lease is as stuck as any other.
         covered = {e for e in due if any(w.covers(e) for w in fresh)}
         stuck = [e for e in due if e not in covered and any(w.covers(e) for w in stale)]
-        enqueued = wakeup.enqueue(ring.connection, ctx.settings, [(e, due[e]) for e in due
-                                                             if e not in covered and e not in stuck])
+        enqueued = wakeup.enqueue(
+            ring.connection, ctx.settings, [(e, due[e]) for e in due if e not in covered and e not in stuck]
+        )
         if stale:
             wakeup.withdraw(ring.connection, ctx.settings, stale)
     except Exception as exc:  # Redis down, or a queue rq cannot read (a job it cannot unpickle): deliver here
-        log.warning("sweep: wake-up queue unusable (%s: %s); delivering %d due event(s) here",
-                    type(exc).__name__, exc, len(due))
-        return SweepResult(due=len(due), failed=failed,
-                           delivered_here=deliver_here(ctx, budget_s=cadence.lease_s, stop=stop))
+        log.warning("sweep: wake-up queue unusable (%s: %s); delivering %d due event(s) here", type(exc).__name__, exc, len(due))
+        return SweepResult(due=len(due), failed=failed, delivered_here=deliver_here(ctx, budget_s=cadence.lease_s, stop=stop))
     if enqueued:
         log.info("sweep: %d due event(s), %d wake-up(s) sent", len(due), enqueued)
     delivered = 0
     if any(w.drains for w in stale):
         # A withdrawn drain job also covered events committed within the grace, which `due` skips:
         # drain here as the job would have, or they wait for the next sweep and then another lease.
-        log.warning("sweep: a drain wake-up not picked up within %.1f s; delivering every due event here",
-                    cadence.lease_s)
+        log.warning("sweep: a drain wake-up not picked up within %.1f s; delivering every due event here", cadence.lease_s)
         delivered = deliver_here(ctx, budget_s=cadence.lease_s, stop=stop)
     elif stuck:
         # Nobody took these wake-ups within a lease: no worker is alive, or none is free (issue 11).
-        log.warning("sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
-                    len(stale), cadence.lease_s, len(stuck))
+        log.warning(
+            "sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
+            len(stale),
+            cadence.lease_s,
+            len(stuck),
+        )
         delivered = deliver_here(ctx, ids=stuck, budget_s=cadence.lease_s, stop=stop)
     return SweepResult(due=len(due), enqueued=enqueued, delivered_here=delivered, failed=failed)
 
 
-def deliver_here(ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float,
-                 stop: threading.Event | None = None) -> int:
+def deliver_here(
+    ctx: relay.RelayContext, *, ids: list | None = None, budget_s: float, stop: threading.Event | None = None
+) -> int:
     """Deliver due events (only `ids` when given) from this process, for about budget_s; return how many.
 
     In growing batches, as a worker's job does (relay.deliver_events): a batch's deliveries run at once,
@@ -108,6 +113,6 @@ def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Ev
         started = time.monotonic()
         try:
             sweep_once(ctx, ring, stop)
-        except Exception:    # the database may be down for a moment: log and try again next interval
+        except Exception:  # the database may be down for a moment: log and try again next interval
             log.exception("sweep failed; retrying in %.1f s", interval)
         stop.wait(max(0.0, interval - (time.monotonic() - started)))

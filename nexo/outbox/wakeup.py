@@ -40,7 +40,7 @@ JOB_FUNCTION = "jobs.deliver.deliver_events"
 # per job, while each event still gets its own claim, lease and fenced outcome. 25 a job made that
 # overhead two thirds of a worker's CPU per event once delivery itself got cheap (issue 14, make bench).
 EVENTS_PER_JOB = 100
-FAILED_JOB_TTL_S = 3600       # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
+FAILED_JOB_TTL_S = 3600  # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
 
 
 def pending_key(queue_name: str) -> str:
@@ -66,7 +66,8 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
     if not events:
         return 0
     Queue(settings.relay_queue, connection=connection).enqueue_many(
-        [_job_data(settings, ids, request_id, drain=False) for request_id, ids in _batches(events)])
+        [_job_data(settings, ids, request_id, drain=False) for request_id, ids in _batches(events)]
+    )
     return len(events)
 
 
@@ -77,10 +78,9 @@ def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[s
     """
     # The flag lives at most a lease: the sweeper withdraws a drain job that waited that long (ADR-014).
     if not connection.set(pending_key(settings.relay_queue), "1", nx=True, ex=max(1, math.ceil(settings.relay.lease_s))):
-        return False         # a drain job is waiting: it has not claimed yet, so it will find these events
+        return False  # a drain job is waiting: it has not claimed yet, so it will find these events
     try:
-        Queue(settings.relay_queue, connection=connection).enqueue_many(
-            [_job_data(settings, event_ids, request_id, drain=True)])
+        Queue(settings.relay_queue, connection=connection).enqueue_many([_job_data(settings, event_ids, request_id, drain=True)])
     except Exception:
         # Whatever failed (Redis, rq, a timeout after the job was written), take the flag back, or every
         # commit of the next lease coalesces into a job that may not exist. Best effort: if Redis does
@@ -105,10 +105,16 @@ def enqueue_next_drain(connection: redis.Redis, settings: Settings) -> bool:
 def _job_data(settings: Settings, ids: list[str], request_id: str | None, *, drain: bool):
     # rq counts job timeouts in whole seconds; rounding down keeps the job inside the lease (settings.py).
     what = f"{len(ids)} outbox event(s) from {ids[0]}" if ids else "the due outbox events"
-    return Queue.prepare_data(JOB_FUNCTION, args=(ids, request_id), kwargs={"drain": True} if drain else None,
-                              job_id=job_id(ids[0]) if ids else f"relay-drain-{uuid.uuid4()}",
-                              timeout=settings.relay.job_seconds, result_ttl=0, failure_ttl=FAILED_JOB_TTL_S,
-                              description=f"deliver {what}" + (" and every other due one" if ids and drain else ""))
+    return Queue.prepare_data(
+        JOB_FUNCTION,
+        args=(ids, request_id),
+        kwargs={"drain": True} if drain else None,
+        job_id=job_id(ids[0]) if ids else f"relay-drain-{uuid.uuid4()}",
+        timeout=settings.relay.job_seconds,
+        result_ttl=0,
+        failure_ttl=FAILED_JOB_TTL_S,
+        description=f"deliver {what}" + (" and every other due one" if ids and drain else ""),
+    )
 
 
 def _batches(events: list[tuple[str, str | None]]):
@@ -118,7 +124,7 @@ def _batches(events: list[tuple[str, str | None]]):
         by_request.setdefault(request_id, []).append(str(event_id))
     for request_id, ids in by_request.items():
         for start in range(0, len(ids), EVENTS_PER_JOB):
-            yield request_id, ids[start:start + EVENTS_PER_JOB]
+            yield request_id, ids[start : start + EVENTS_PER_JOB]
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class QueuedWakeup:
     job: Job
     enqueued_at: datetime
     event_ids: frozenset[str]
-    drains: bool = False          # a drain job: it covers every due event, not only its own ids
+    drains: bool = False  # a drain job: it covers every due event, not only its own ids
 
     def covers(self, event_id: str) -> bool:
         """Whether this job, once a worker takes it, will claim that event (if still due)."""
@@ -142,8 +148,11 @@ def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWa
     for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
         if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
             enqueued_at = job.enqueued_at or datetime.now(UTC)
-            waiting.append(QueuedWakeup(job, enqueued_at, frozenset(str(e) for e in job.args[0]),
-                                        drains=bool((job.kwargs or {}).get("drain"))))
+            waiting.append(
+                QueuedWakeup(
+                    job, enqueued_at, frozenset(str(e) for e in job.args[0]), drains=bool((job.kwargs or {}).get("drain"))
+                )
+            )
     return waiting
 
 
@@ -154,8 +163,7 @@ def worker_seen_since(connection: redis.Redis, settings: Settings, since: dateti
     far behind, has one within a lease.
     """
     queue = Queue(settings.relay_queue, connection=connection)
-    return any(w.last_heartbeat is not None and w.last_heartbeat >= since
-               for w in Worker.all(connection=connection, queue=queue))
+    return any(w.last_heartbeat is not None and w.last_heartbeat >= since for w in Worker.all(connection=connection, queue=queue))
 
 
 def clear_unbacked_flag(connection: redis.Redis, settings: Settings, waiting: list[QueuedWakeup]) -> bool:
@@ -200,9 +208,13 @@ class Wakeup:
         try:
             request_id = request_id_var.get()
             enqueue_drain(self.connection, self.settings, event_ids, None if request_id == "-" else request_id)
-        except Exception as exc:   # Redis down, or anything else: the sweeper will find these events (ADR-004)
-            log.warning("wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
-                        len(event_ids), type(exc).__name__, exc)
+        except Exception as exc:  # Redis down, or anything else: the sweeper will find these events (ADR-004)
+            log.warning(
+                "wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
+                len(event_ids),
+                type(exc).__name__,
+                exc,
+            )
 
 
 def request_delivery(event_ids, *, connection: redis.Redis, settings: Settings) -> None:

@@ -23,8 +23,12 @@ from nexo.processes import repository
 
 log = logging.getLogger(__name__)
 
-KINDS = {"PROCESS_STATE_RUNNING": "running", "PROCESS_STATE_EXITED": "exited",
-         "PROCESS_STATE_BACKOFF": "backoff", "PROCESS_STATE_FATAL": "fatal"}
+KINDS = {
+    "PROCESS_STATE_RUNNING": "running",
+    "PROCESS_STATE_EXITED": "exited",
+    "PROCESS_STATE_BACKOFF": "backoff",
+    "PROCESS_STATE_FATAL": "fatal",
+}
 FATAL_COOLDOWN_S = 30.0
 PURGE_EVERY = 500
 
@@ -35,15 +39,22 @@ class ProcessEventRecorder:
     all_processes: supervisord's getAllProcessInfo() (dicts with name, group, statename, stop, now).
     """
 
-    def __init__(self, db, host: str, start_process: Callable[[str], None],
-                 all_processes: Callable[[], list[dict]], *, cooldown_s: float = FATAL_COOLDOWN_S):
+    def __init__(
+        self,
+        db,
+        host: str,
+        start_process: Callable[[str], None],
+        all_processes: Callable[[], list[dict]],
+        *,
+        cooldown_s: float = FATAL_COOLDOWN_S,
+    ):
         self.db = db
         self.host = host
         self.start_process = start_process
         self.all_processes = all_processes
         self.cooldown_s = cooldown_s
         self._handled = 0
-        self._fatal_seen: dict[str, float] = {}    # a program that never ran has no stop time: when we saw it
+        self._fatal_seen: dict[str, float] = {}  # a program that never ran has no stop time: when we saw it
 
     def handle(self, event_name: str, payload: dict[str, str]) -> str | None:
         """Record one event (payload: supervisord's key:value tokens); return the kind recorded, if any."""
@@ -85,8 +96,7 @@ class ProcessEventRecorder:
             try:
                 self.start_process(name)
             except Exception as exc:  # already started by an operator, supervisord shutting down, …
-                log.warning("program %s: could not start it again after FATAL (next tick tries again): %s",
-                            program, exc)
+                log.warning("program %s: could not start it again after FATAL (next tick tries again): %s", program, exc)
                 continue
             revived.append(name)
             log.warning("program %s started again %.0f s after FATAL", program, fatal_for)

@@ -24,12 +24,16 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 ORDER_TRANSACTION_SECONDS = Histogram(
     "nexo_order_transaction_seconds",
     "Duration of order (reservation) transactions, by outcome (ADR-012 signal 5).",
-    ["outcome"], registry=REGISTRY,
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+    ["outcome"],
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
 REQUEST_ID_REUSED = Counter(
     "nexo_request_id_reused",
     "request_id_reused conflicts: a requestId sent again with other content (ADR-012 signal 3).",
-    ["source"], registry=REGISTRY)
+    ["source"],
+    registry=REGISTRY,
+)
 
 # Outcomes become label values: keep them a short identifier so a caller's bug cannot explode the
 # number of time series.

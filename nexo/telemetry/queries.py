@@ -20,11 +20,11 @@ def insert_signal_event(conn, kind: str) -> None:
 def insert_transaction_samples(conn, samples) -> None:
     """Store order transaction samples: (occurred_at, seconds, outcome) tuples."""
     with conn.cursor() as cur:
-        cur.executemany("INSERT INTO order_transaction_sample (occurred_at, seconds, outcome) VALUES (%s, %s, %s)",
-                        samples)
+        cur.executemany("INSERT INTO order_transaction_sample (occurred_at, seconds, outcome) VALUES (%s, %s, %s)", samples)
 
 
 def purge_transaction_samples(conn, keep_days: int) -> int:
     """Delete samples older than keep_days; return how many went."""
-    return conn.execute("DELETE FROM order_transaction_sample WHERE occurred_at < now() - %s * interval '1 day'",
-                        [keep_days]).rowcount
+    return conn.execute(
+        "DELETE FROM order_transaction_sample WHERE occurred_at < now() - %s * interval '1 day'", [keep_days]
+    ).rowcount

@@ -72,7 +72,7 @@ class Recorder:
             if self._database is None:
                 return
             if len(self._buffer) == self._buffer.maxlen:
-                self.dropped += 1                      # the append below drops the oldest
+                self.dropped += 1  # the append below drops the oldest
             self._buffer.append(sample)
             full = len(self._buffer) >= FLUSH_AT
             if self._thread is None:
@@ -118,8 +118,7 @@ class Recorder:
             except Exception as exc:
                 self._put_back(batch)
                 if not self._failing:
-                    log.warning("could not store %d order transaction sample(s): %s; will retry",
-                                len(batch), type(exc).__name__)
+                    log.warning("could not store %d order transaction sample(s): %s; will retry", len(batch), type(exc).__name__)
                 self._failing = True
                 return 0
             if self._failing:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 PAGE_SIZE = 50
-DELIVERED_COUNT_CAP = 1_000       # handoffs counted one by one at most (as the dead-letter list); beyond, "more than"
+DELIVERED_COUNT_CAP = 1_000  # handoffs counted one by one at most (as the dead-letter list); beyond, "more than"
 
 
 def delivered_handoffs(conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[dict]:
@@ -25,7 +25,9 @@ def delivered_handoffs(conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list
           JOIN orders o ON o.id = e.aggregate_id
           JOIN client c ON c.id = o.client_id
          ORDER BY e.delivered_at DESC, o.id
-        """, [limit, offset]).fetchall()
+        """,
+        [limit, offset],
+    ).fetchall()
 
 
 def handoff_counts(conn) -> dict:
@@ -44,4 +46,6 @@ def handoff_counts(conn) -> dict:
                  WHERE destination = 'warehouse' AND status = 'PENDIENTE') AS on_the_way,
                (SELECT count(*) FROM outbox_event
                  WHERE destination = 'warehouse' AND status = 'FALLIDO') AS failed
-        """, [DELIVERED_COUNT_CAP + 1]).fetchone()
+        """,
+        [DELIVERED_COUNT_CAP + 1],
+    ).fetchone()

@@ -19,5 +19,11 @@ def handoffs():
     with get_db().reading() as conn:
         rows = queries.delivered_handoffs(conn, limit=queries.PAGE_SIZE, offset=(page - 1) * queries.PAGE_SIZE)
         counts = queries.handoff_counts(conn)
-    return render_template("warehouse/handoffs.html", handoffs=rows, counts=counts, page=page,
-                           page_size=queries.PAGE_SIZE, count_cap=queries.DELIVERED_COUNT_CAP)
+    return render_template(
+        "warehouse/handoffs.html",
+        handoffs=rows,
+        counts=counts,
+        page=page,
+        page_size=queries.PAGE_SIZE,
+        count_cap=queries.DELIVERED_COUNT_CAP,
+    )

@@ -22,8 +22,12 @@ def new_key(db, username: str = "vendedor1", name: str | None = None) -> str:
 
 def order_body(db, lines, client: str = "Corralón del Sur", deposit: str = "CEN", **extra) -> dict:
     """A POST /api/v1/orders body."""
-    return {"client_id": str(client_id(db, client)), "deposit_id": deposit,
-            "lines": [{"sku": sku, "quantity": qty} for sku, qty in lines], **extra}
+    return {
+        "client_id": str(client_id(db, client)),
+        "deposit_id": deposit,
+        "lines": [{"sku": sku, "quantity": qty} for sku, qty in lines],
+        **extra,
+    }
 
 
 class Api:
@@ -64,7 +68,7 @@ def assert_documented(doc: dict, method: str, path: str, response) -> None:
     media_type = response.headers.get("Content-Type", "").split(";")[0]
     assert media_type in content, f"{media_type} not documented for {status}: {list(content)}"
     schema = {**content[media_type]["schema"], "components": doc["components"]}
-    body = response.json() if callable(response.json) else response.json    # requests or Flask's test client
+    body = response.json() if callable(response.json) else response.json  # requests or Flask's test client
     Draft202012Validator(schema).validate(body)
 
 
@@ -73,5 +77,9 @@ def _operation(doc: dict, method: str, path: str) -> dict:
         if re.fullmatch(_PATH_PARAM.sub(r"[^/]+", template), path) and method in operations:
             return operations[method]
     # A route the API does not have (404/405): still problem+json, described by the Problem schema.
-    return {"responses": {str(s): {"content": {"application/problem+json": {
-        "schema": {"$ref": "#/components/schemas/Problem"}}}} for s in (404, 405)}}
+    return {
+        "responses": {
+            str(s): {"content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+            for s in (404, 405)
+        }
+    }

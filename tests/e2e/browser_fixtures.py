@@ -42,9 +42,16 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
 # Root in a container: no sandbox. The rest keep Chromium from calling home on a closed network.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 # Generous: two shared cores, a gunicorn, Postgres, Redis, the relay and Chromium at once.
 TIMEOUT_MS = 20_000
 _OUTCOME = re.compile(r"create_order request=(?P<request_id>[0-9a-f-]{36}) outcome=(?P<outcome>\w+)")
@@ -54,10 +61,13 @@ _OUTCOME = re.compile(r"create_order request=(?P<request_id>[0-9a-f-]{36}) outco
 def chromium_type():
     """Playwright's Chromium launcher for the session (skips when /usr/bin/chromium or playwright is missing)."""
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (scripts/ensure_browser.sh, run by "
-                    "`make test`) to run the browser tests")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed "
-                                   "(it is in requirements.txt)")
+        pytest.skip(
+            f"{CHROMIUM} is missing: install Debian's chromium (scripts/ensure_browser.sh, run by "
+            "`make test`) to run the browser tests"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is not installed (it is in requirements.txt)"
+    )
     sync_api.expect.set_options(timeout=TIMEOUT_MS)
     with sync_api.sync_playwright() as playwright:
         yield playwright.chromium
@@ -71,8 +81,9 @@ def browser(chromium_type):
     interception also sees history navigations; these tests intercept nothing, and the back button
     scenario is about what a salesperson's browser does, so the cache stays on.
     """
-    chromium = chromium_type.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                    ignore_default_args=["--disable-back-forward-cache"])
+    chromium = chromium_type.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, ignore_default_args=["--disable-back-forward-cache"]
+    )
     yield chromium
     chromium.close()
 
@@ -124,8 +135,13 @@ class WebServer:
 @pytest.fixture(scope="session")
 def browser_web(settings, fake_servers, tmp_path_factory):
     """gunicorn on a free port, FISCAL_URL/WAREHOUSE_URL at the fakes; yields a WebServer."""
-    env = {**RELAY_TEST_ENV, "WEB_WORKERS": "2", "WEB_THREADS": "8",
-           "FISCAL_URL": fake_servers["fiscal"], "WAREHOUSE_URL": fake_servers["warehouse"]}
+    env = {
+        **RELAY_TEST_ENV,
+        "WEB_WORKERS": "2",
+        "WEB_THREADS": "8",
+        "FISCAL_URL": fake_servers["fiscal"],
+        "WAREHOUSE_URL": fake_servers["warehouse"],
+    }
     log_path = tmp_path_factory.mktemp("browser-web") / "gunicorn.log"
     with running_gunicorn(env, log_path) as url:
         yield WebServer(url, log_path)
@@ -164,8 +180,9 @@ class People:
 
     def login(self, username: str, *, javascript: bool = True, next_path: str = "/", browser=None):
         """A page of a new context (own cookies) where `username` is signed in; lands on next_path."""
-        context = (browser or self.browser).new_context(base_url=self.base_url, java_script_enabled=javascript,
-                                           locale="es-AR", viewport={"width": 1280, "height": 900})
+        context = (browser or self.browser).new_context(
+            base_url=self.base_url, java_script_enabled=javascript, locale="es-AR", viewport={"width": 1280, "height": 900}
+        )
         context.set_default_timeout(TIMEOUT_MS)
         self.contexts.append(context)
         page = context.new_page()

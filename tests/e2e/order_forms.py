@@ -27,8 +27,13 @@ def client_option(html: str, name: str) -> str:
 
 def form_data(html: str, client: str, lines, *, deposit: str = "CEN", request_id: str | None = None, **extra) -> dict:
     """The POST body a browser would send for this form, filled with the given client and lines."""
-    data = {"csrf_token": csrf_token(html), "request_id": request_id or request_id_of(html),
-            "client_id": client_option(html, client), "deposit_id": deposit, **extra}
+    data = {
+        "csrf_token": csrf_token(html),
+        "request_id": request_id or request_id_of(html),
+        "client_id": client_option(html, client),
+        "deposit_id": deposit,
+        **extra,
+    }
     for index, (sku, quantity) in enumerate(lines):
         data[f"lines-{index}-sku"] = sku
         data[f"lines-{index}-quantity"] = str(quantity)
@@ -46,5 +51,7 @@ def resubmitted_form(page: str) -> dict:
     """The fields of the 503 page's "send the same form again" form."""
     form = re.search(r"<form [^>]*data-resubmit>(.*?)</form>", page, re.S)
     assert form, "no resubmit form on the 503 page"
-    return {html.unescape(name): html.unescape(value)
-            for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', form.group(1))}
+    return {
+        html.unescape(name): html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', form.group(1))
+    }

@@ -17,8 +17,14 @@ from tests.integration.order_helpers import count
 
 
 def flask_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flask", "--app", "app", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "NEXO_ENV": "test"})
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NEXO_ENV": "test"},
+    )
 
 
 def test_cli_key_is_printed_once_works_and_once_revoked_is_401_and_both_are_audited(live_server, db):
@@ -45,9 +51,15 @@ def test_cli_key_is_printed_once_works_and_once_revoked_is_401_and_both_are_audi
 def test_a_session_cookie_alone_is_401_on_every_api_route(live_server, db):
     session = http_login(live_server, "vendedor1")
     token = csrf_token(session.get(live_server + "/orders/new", timeout=10).text)
-    for method, path, kwargs in (("get", "/api/v1/orders", {}), ("get", "/api/v1/catalog", {}),
-                                 ("post", "/api/v1/orders", {"json": order_body(db, [("COR-200", 1)]), "headers": {
-                                     "Idempotency-Key": str(uuid.uuid4()), "X-CSRFToken": token}})):
+    for method, path, kwargs in (
+        ("get", "/api/v1/orders", {}),
+        ("get", "/api/v1/catalog", {}),
+        (
+            "post",
+            "/api/v1/orders",
+            {"json": order_body(db, [("COR-200", 1)]), "headers": {"Idempotency-Key": str(uuid.uuid4()), "X-CSRFToken": token}},
+        ),
+    ):
         response = session.request(method.upper(), live_server + path, timeout=10, **kwargs)
         assert response.status_code == 401, (path, response.status_code)
         assert response.headers["Content-Type"] == "application/problem+json"
@@ -83,8 +95,7 @@ def test_the_rate_limit_per_key_answers_429_problem_with_retry_after(db):
     app = create_app(settings, test_config={"TESTING": True})
     client, key, other = app.test_client(), new_key(db), new_key(db)
     doc = client.get("/api/v1/openapi.json").get_json()
-    statuses = [client.get("/api/v1/catalog", headers={"Authorization": f"Bearer {key}"}).status_code
-                for _ in range(4)]
+    statuses = [client.get("/api/v1/catalog", headers={"Authorization": f"Bearer {key}"}).status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
     limited = client.get("/api/v1/catalog", headers={"Authorization": f"Bearer {key}"})
     assert limited.content_type == "application/problem+json" and limited.json["reason"] == "rate_limited"
@@ -95,10 +106,9 @@ def test_the_rate_limit_per_key_answers_429_problem_with_retry_after(db):
 
 
 def test_with_the_database_down_the_api_answers_503_problem_json(settings):
-    down = dataclasses.replace(settings, database_url="postgresql://postgres@127.0.0.1:1/nowhere",
-                               db_pool_timeout_s=0.5)
+    down = dataclasses.replace(settings, database_url="postgresql://postgres@127.0.0.1:1/nowhere", db_pool_timeout_s=0.5)
     app = create_app(down, test_config={"TESTING": True})
-    recorder.configure(settings.database_url)     # create_app pointed this process's ops recorder at it
+    recorder.configure(settings.database_url)  # create_app pointed this process's ops recorder at it
     response = app.test_client().get("/api/v1/orders", headers={"Authorization": "Bearer nexo_" + "y" * 43})
     assert response.status_code == 503 and response.content_type == "application/problem+json"
     assert response.json["reason"] == "unavailable" and response.headers["Retry-After"]

@@ -25,23 +25,26 @@ def test_the_openapi_document_is_valid_3_1_and_describes_every_route(live_server
     assert "request_in_progress" in post["description"]
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"lines": [{"sku": "COR-200", "quantity": "2"}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": 2.0}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": 2.5}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": True}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": 0}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": -1}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": "COR-200", "quantity": 10**12}]}, "lines[0].quantity"),
-    ({"lines": [{"sku": f"X-{i}", "quantity": 1} for i in range(2000)]}, "lines"),
-    ({"lines": []}, "lines"),
-    ({"lines": [{"sku": "COR\x00200", "quantity": 1}]}, "lines[0].sku"),
-    ({"lines": [{"sku": "COR-200\x85", "quantity": 1}]}, "lines[0].sku"),
-    ({"delivery_method": "moto\nexpress"}, "delivery_method"),
-    ({"client_id": "not-a-uuid"}, "client_id"),
-    ({"surprise": 1}, "surprise"),
-    ({"lines": [{"sku": "COR-200", "quantity": 1, "price_cents": 1}]}, "lines[0].price_cents"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"lines": [{"sku": "COR-200", "quantity": "2"}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": 2.0}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": 2.5}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": True}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": 0}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": -1}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": "COR-200", "quantity": 10**12}]}, "lines[0].quantity"),
+        ({"lines": [{"sku": f"X-{i}", "quantity": 1} for i in range(2000)]}, "lines"),
+        ({"lines": []}, "lines"),
+        ({"lines": [{"sku": "COR\x00200", "quantity": 1}]}, "lines[0].sku"),
+        ({"lines": [{"sku": "COR-200\x85", "quantity": 1}]}, "lines[0].sku"),
+        ({"delivery_method": "moto\nexpress"}, "delivery_method"),
+        ({"client_id": "not-a-uuid"}, "client_id"),
+        ({"surprise": 1}, "surprise"),
+        ({"lines": [{"sku": "COR-200", "quantity": 1, "price_cents": 1}]}, "lines[0].price_cents"),
+    ],
+)
 def test_a_malformed_body_is_400_invalid_request_naming_the_field(live_server, db, change, field):
     response = Api(live_server, new_key(db)).post_order({**order_body(db, [("COR-200", 1)]), **change}, uuid.uuid4())
     assert response.status_code == 400 and response.json()["reason"] == "invalid_request"
@@ -66,16 +69,16 @@ def test_wrong_media_type_not_json_too_large_and_missing_or_bad_keys(live_server
         ({"data": "{not json", "headers": {**key, "Content-Type": "application/json"}}, 400, "invalid_request"),
         ({"data": "x" * (200 * 1024), "headers": {**key, "Content-Type": "application/json"}}, 413, "payload_too_large"),
         ({"data": body, "headers": {"Content-Type": "application/json"}}, 400, "idempotency_key_missing"),
-        ({"data": body, "headers": {"Idempotency-Key": "abc", "Content-Type": "application/json"}}, 400,
-         "invalid_request"),
+        ({"data": body, "headers": {"Idempotency-Key": "abc", "Content-Type": "application/json"}}, 400, "invalid_request"),
     ]
     for kwargs, status, reason in cases:
         # A fresh connection each: a refused body is not read, and gunicorn closes a connection it cannot reuse.
         response = Api(live_server, api_key).call("post", "/api/v1/orders", **kwargs)
         assert (response.status_code, response.json()["reason"]) == (status, reason), kwargs["headers"]
         assert response.headers["Content-Type"] == "application/problem+json"
-    quoted = api.call("post", "/api/v1/orders", data=body, headers={
-        "Idempotency-Key": f'"{uuid.uuid4()}"', "Content-Type": "application/json"})
+    quoted = api.call(
+        "post", "/api/v1/orders", data=body, headers={"Idempotency-Key": f'"{uuid.uuid4()}"', "Content-Type": "application/json"}
+    )
     assert quoted.status_code == 201
     for method, path in (("get", "/api/v1/nothing-here"), ("delete", "/api/v1/catalog")):
         response = api.call(method, path)
@@ -98,8 +101,10 @@ def test_my_orders_come_newest_first_in_keyset_pages_with_a_status_filter(live_s
     only = api.call("get", "/api/v1/orders?status=PENDIENTE_AUTORIZACION").json()
     assert [o["id"] for o in only["orders"]] == [pending["id"]] and only["next_cursor"] is None
     # Forged cursors: not JSON, a catalog cursor, and a well-formed pair of the wrong types (a 500 once).
-    forged = [base64.urlsafe_b64encode(json.dumps(v).encode()).decode().rstrip("=")
-              for v in (["sku", "COR-118"], ["2026-01-01T00:00:00", 5], [1, 2])]
+    forged = [
+        base64.urlsafe_b64encode(json.dumps(v).encode()).decode().rstrip("=")
+        for v in (["sku", "COR-118"], ["2026-01-01T00:00:00", 5], [1, 2])
+    ]
     for query in ("limit=0", "limit=101", "status=PERDIDO", "cursor=bm9wZQ", *(f"cursor={c}" for c in forged)):
         response = api.call("get", f"/api/v1/orders?{query}")
         assert response.status_code == 400 and response.json()["reason"] == "invalid_request", query

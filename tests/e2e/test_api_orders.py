@@ -47,13 +47,17 @@ def test_a_retry_after_a_dropped_response_replays_the_order_without_a_second_eff
     # The 10:40 incident for a program: the request reaches Nexo, the answer never reaches the client.
     api_key, key = new_key(db), uuid.uuid4()
     body = order_body(db, [("CAB-045", 40)])
-    raw = requests.Request("POST", live_server + "/api/v1/orders", json=body,
-                           headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": str(key)}).prepare()
+    raw = requests.Request(
+        "POST",
+        live_server + "/api/v1/orders",
+        json=body,
+        headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": str(key)},
+    ).prepare()
     where = urlsplit(live_server)
     with socket.create_connection((where.hostname, where.port), timeout=5) as conn:
         head = "".join(f"{k}: {v}\r\n" for k, v in raw.headers.items())
         conn.sendall(f"POST /api/v1/orders HTTP/1.1\r\nHost: {where.netloc}\r\n{head}\r\n".encode() + raw.body)
-    deadline = time.monotonic() + 10          # the client hung up; the server still finishes the order
+    deadline = time.monotonic() + 10  # the client hung up; the server still finishes the order
     while count(db, "SELECT count(*) FROM orders") == 0:
         assert time.monotonic() < deadline, "the dropped request never created its order"
         time.sleep(0.05)
@@ -61,7 +65,8 @@ def test_a_retry_after_a_dropped_response_replays_the_order_without_a_second_eff
     assert retry.status_code == 201 and retry.headers["Idempotent-Replayed"] == "true"
     assert retry.headers["Location"] == f"/api/v1/orders/{retry.json()['id']}"
     assert retry.json()["status"] == "CONFIRMADO" and retry.json()["lines"] == [
-        {"sku": "CAB-045", "quantity": 40, "unit_price_cents": 890000}]
+        {"sku": "CAB-045", "quantity": 40, "unit_price_cents": 890000}
+    ]
     assert count(db, "SELECT count(*) FROM orders") == 1
     assert stock(db, "CAB-045") == {"on_hand": 40, "reserved": 40}
 
@@ -78,7 +83,7 @@ def test_the_same_key_with_another_intent_is_422_and_changes_nothing(live_server
 
 
 def test_the_last_cor118_raced_by_ten_api_clients_and_ten_forms_has_one_winner(live_server, db):
-    names = [f"Cliente carrera {i:02d}" for i in range(20)]    # own clients: only the stock row is shared
+    names = [f"Cliente carrera {i:02d}" for i in range(20)]  # own clients: only the stock row is shared
     with db.transaction() as tx:
         for name in names:
             tx.execute("INSERT INTO client (name, tier, credit_limit_cents) VALUES (%s, 'REGULAR', 1000000000)", [name])
@@ -96,6 +101,7 @@ def test_the_last_cor118_raced_by_ten_api_clients_and_ten_forms_has_one_winner(l
             own = requests.Session()
             own.cookies.update(session.cookies)
             return own.post(live_server + "/orders/new", data=data, allow_redirects=False, timeout=60)
+
         calls.append(form_post)
     responses = post_all_at_once(calls)
     winners = [r for r in responses if r.status_code in (201, 303)]
@@ -128,9 +134,11 @@ def test_a_business_rejection_keeps_nothing_and_the_same_key_is_evaluated_again(
     assert refused.status_code == 422 and refused.json()["reason"] == "insufficient_stock"
     assert refused.json()["problems"] == [{"sku": "CAB-045", "reason": "insufficient_stock"}]
     assert count(db, "SELECT count(*) FROM idempotency_keys") == 0
-    with db.transaction() as tx:        # stock arrives; the same retry now succeeds
-        tx.execute("UPDATE stock_level SET on_hand = 41 FROM product p"
-                   " WHERE p.id = stock_level.product_id AND p.sku = 'CAB-045' AND warehouse_id = 'CEN'")
+    with db.transaction() as tx:  # stock arrives; the same retry now succeeds
+        tx.execute(
+            "UPDATE stock_level SET on_hand = 41 FROM product p"
+            " WHERE p.id = stock_level.product_id AND p.sku = 'CAB-045' AND warehouse_id = 'CEN'"
+        )
         tx.commit()
     again = api.post_order(body, key)
     assert again.status_code == 201 and "Idempotent-Replayed" not in again.headers
@@ -158,8 +166,9 @@ def test_the_form_and_the_api_share_one_key_space_and_the_order_page_names_its_o
     session = http_login(live_server, "vendedor1")
     html = session.get(live_server + "/orders/new", timeout=10).text
     data = form_data(html, "Corralón del Sur", [("COR-200", 2)])
-    form_order = order_id_from(session.post(live_server + "/orders/new", data=data, allow_redirects=False,
-                                            timeout=10).headers["Location"])
+    form_order = order_id_from(
+        session.post(live_server + "/orders/new", data=data, allow_redirects=False, timeout=10).headers["Location"]
+    )
     body = order_body(db, [("COR-200", 2)])
     same = Api(live_server, new_key(db, "vendedor1")).post_order(body, data["request_id"])
     assert same.status_code == 201 and same.headers["Idempotent-Replayed"] == "true"
@@ -169,8 +178,11 @@ def test_the_form_and_the_api_share_one_key_space_and_the_order_page_names_its_o
     assert stranger.status_code == 422 and stranger.json()["reason"] == "idempotency_key_reused"
     page = session.get(f"{live_server}/orders/{form_order}", timeout=10).text
     assert 'data-order-source="form"' in page
-    api_order = Api(live_server, new_key(db, "vendedor1", name="tienda-web")).post_order(
-        order_body(db, [("TOR-010", 3)]), uuid.uuid4()).json()["id"]
+    api_order = (
+        Api(live_server, new_key(db, "vendedor1", name="tienda-web"))
+        .post_order(order_body(db, [("TOR-010", 3)]), uuid.uuid4())
+        .json()["id"]
+    )
     page = session.get(f"{live_server}/orders/{api_order}", timeout=10).text
     assert 'data-order-source="api"' in page and "tienda-web" in page
 

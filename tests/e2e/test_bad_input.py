@@ -32,6 +32,7 @@ def _nothing_ordered(db) -> bool:
 
 # --- the order form -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("char", CONTROL)
 def test_a_control_character_in_an_sku_is_a_400_on_its_line(db, client, auth, char):
     response = _order_post(client, auth, lines=[("COR-200", 1), (f"TOR{char}010", 2)])
@@ -42,7 +43,7 @@ def test_a_control_character_in_an_sku_is_a_400_on_its_line(db, client, auth, ch
 
 
 def test_a_control_character_at_the_end_of_an_sku_is_not_silently_dropped(db, client, auth):
-    response = _order_post(client, auth, lines=[("COR-200\x1f", 1)])       # str.strip() would eat \x1f
+    response = _order_post(client, auth, lines=[("COR-200\x1f", 1)])  # str.strip() would eat \x1f
     assert response.status_code == 400 and "caracteres de control" in response.get_data(as_text=True)
 
 
@@ -74,6 +75,7 @@ def test_a_nul_in_a_header_field_is_a_400_with_that_field_marked(db, client, aut
 
 # --- credit ------------------------------------------------------------------------------------------
 
+
 def _pending_order(client, auth) -> str:
     from tests.e2e.test_credit_queue import order_through_form
 
@@ -86,8 +88,7 @@ def _queue_token(client) -> str:
 
 def test_a_nul_in_the_approval_note_is_a_400_naming_the_note(db, client, auth):
     order_id = _pending_order(client, auth)
-    response = client.post(f"/credit/queue/{order_id}/approve", data={"csrf_token": _queue_token(client),
-                                                                       "note": f"ok{NUL}"})
+    response = client.post(f"/credit/queue/{order_id}/approve", data={"csrf_token": _queue_token(client), "note": f"ok{NUL}"})
     assert response.status_code == 400 and 'data-field-error="note"' in response.get_data(as_text=True)
     assert row(db, "SELECT status FROM orders WHERE id = %s", [order_id])["status"] == "PENDIENTE_AUTORIZACION"
 
@@ -95,21 +96,25 @@ def test_a_nul_in_the_approval_note_is_a_400_naming_the_note(db, client, auth):
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\x9f"])
 def test_a_control_character_in_the_rejection_reason_is_a_400_naming_the_reason(db, client, auth, char):
     order_id = _pending_order(client, auth)
-    response = client.post(f"/credit/queue/{order_id}/reject", data={"csrf_token": _queue_token(client),
-                                                                      "reason": f"sin{char}crédito"})
+    response = client.post(
+        f"/credit/queue/{order_id}/reject", data={"csrf_token": _queue_token(client), "reason": f"sin{char}crédito"}
+    )
     assert response.status_code == 400 and 'data-field-error="reason"' in response.get_data(as_text=True)
     assert row(db, "SELECT status FROM orders WHERE id = %s", [order_id])["status"] == "PENDIENTE_AUTORIZACION"
 
 
 def test_a_rejection_reason_keeps_its_line_breaks_and_tabs(db, client, auth):
     order_id = _pending_order(client, auth)
-    response = client.post(f"/credit/queue/{order_id}/reject", data={"csrf_token": _queue_token(client),
-                                                                      "reason": "sin crédito\r\n\tllamar al cliente"})
+    response = client.post(
+        f"/credit/queue/{order_id}/reject",
+        data={"csrf_token": _queue_token(client), "reason": "sin crédito\r\n\tllamar al cliente"},
+    )
     assert response.status_code == 303
     assert row(db, "SELECT status FROM orders WHERE id = %s", [order_id])["status"] == "RECHAZADO"
 
 
 # --- dead letters ------------------------------------------------------------------------------------
+
 
 def _marta(client, auth):
     auth.login("marta")
@@ -133,8 +138,15 @@ def test_a_nul_in_a_group_action_is_a_400_naming_the_field(db, client, auth, fie
     web = _marta(client, auth)
     ids = [make_dead_letter(db)["id"] for _ in range(2)]
     token = csrf_token(web.get("/admin/dead-letters").get_data(as_text=True))
-    data = {"csrf_token": token, "action": "discard", "destination": "fiscal", "signature": "fiscal:422",
-            "ids": ",".join(map(str, ids)), "expected_count": "2", "reason": "anuladas"}
+    data = {
+        "csrf_token": token,
+        "action": "discard",
+        "destination": "fiscal",
+        "signature": "fiscal:422",
+        "ids": ",".join(map(str, ids)),
+        "expected_count": "2",
+        "reason": "anuladas",
+    }
     data[field] = data[field] + NUL
     response = web.post("/admin/dead-letters/bulk", data=data)
     assert response.status_code == 400 and f'data-field-error="{field}"' in response.get_data(as_text=True)
@@ -149,6 +161,7 @@ def test_a_nul_in_the_list_filters_is_a_400(db, client, auth, page):
 
 # --- login ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("field", ["username", "password"])
 def test_a_nul_in_the_login_form_is_a_400_naming_the_field(client, field):
     token = csrf_token(client.get("/login").get_data(as_text=True))
@@ -159,6 +172,7 @@ def test_a_nul_in_the_login_form_is_a_400_naming_the_field(client, field):
 
 
 # --- the last line ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def app_with_an_unvalidated_route():

@@ -20,7 +20,7 @@ expect = sync_api.expect
 
 pytestmark = pytest.mark.browser
 
-ORDER_URL = re.compile(r"/orders/([0-9a-f-]{36})$")     # JavaScript-compatible: expect() runs it in the page
+ORDER_URL = re.compile(r"/orders/([0-9a-f-]{36})$")  # JavaScript-compatible: expect() runs it in the page
 CONFIRM = "Confirmar pedido"
 
 
@@ -34,8 +34,10 @@ def order_id_of(page) -> str:
 def orders_of_request(db, request_id: str) -> list[dict]:
     """The orders the idempotency key of this form points at."""
     with db.reading() as conn:
-        return conn.execute("SELECT o.id, o.status FROM idempotency_keys k JOIN orders o ON o.id = k.order_id"
-                            " WHERE k.request_id = %s", [request_id]).fetchall()
+        return conn.execute(
+            "SELECT o.id, o.status FROM idempotency_keys k JOIN orders o ON o.id = k.order_id WHERE k.request_id = %s",
+            [request_id],
+        ).fetchall()
 
 
 def order_count(db) -> int:
@@ -70,8 +72,9 @@ def test_double_click_on_confirmar_creates_one_order(db, browser_web, people, sh
 def waiting_on_locks(db) -> int:
     """How many backends of this database are waiting for a row lock right now."""
     with db.reading() as conn:
-        return conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
-                            " AND wait_event_type = 'Lock'").fetchone()["n"]
+        return conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()["n"]
 
 
 def test_double_click_without_javascript_still_creates_one_order(db, browser_web, people, shots):
@@ -88,8 +91,10 @@ def test_double_click_without_javascript_still_creates_one_order(db, browser_web
     posts_before = browser_web.requests_to("POST", "/orders/new")
 
     with db.transaction() as busy:
-        busy.execute("SELECT 1 FROM stock_level s JOIN product p ON p.id = s.product_id"
-                     " WHERE p.sku = 'TOR-010' AND s.warehouse_id = 'CEN' FOR UPDATE")
+        busy.execute(
+            "SELECT 1 FROM stock_level s JOIN product p ON p.id = s.product_id"
+            " WHERE p.sku = 'TOR-010' AND s.warehouse_id = 'CEN' FOR UPDATE"
+        )
         page.mouse.click(x, y)
         wait_until(lambda: waiting_on_locks(db) == 1, timeout=20, message="the first POST waits on the stock row")
         page.mouse.click(x, y)
@@ -99,8 +104,11 @@ def test_double_click_without_javascript_still_creates_one_order(db, browser_web
     expect(page).to_have_url(ORDER_URL)
     expect(page.locator("[data-order-status]")).to_have_attribute("data-order-status", "CONFIRMADO")
     shots.take(page, "order")
-    wait_until(lambda: browser_web.requests_to("POST", "/orders/new") == posts_before + 2, timeout=20,
-               message="gunicorn answered both POSTs")
+    wait_until(
+        lambda: browser_web.requests_to("POST", "/orders/new") == posts_before + 2,
+        timeout=20,
+        message="gunicorn answered both POSTs",
+    )
     assert order_count(db) == 1
     [order] = orders_of_request(db, request_id)
     assert str(order["id"]) == order_id_of(page)
@@ -125,7 +133,7 @@ def test_back_button_and_confirm_again_shows_the_same_order(db, browser_web, peo
     expect(page.locator("input[name='lines-0-sku']")).to_have_value("COR-200")
     submit = page.locator("[data-order-form] button[type=submit]")
     expect(submit).to_be_enabled()
-    expect(submit).to_have_text(CONFIRM)       # not still "Enviando…"
+    expect(submit).to_have_text(CONFIRM)  # not still "Enviando…"
     shots.take(page, "back-to-form")
 
     submit.click()
@@ -149,7 +157,7 @@ def test_914_race_for_the_last_unit_in_two_browsers(db, people, shots):
         page.on("response", lambda r, name=name: r.request.method == "POST" and statuses[name].append(r.status))
         shots.take(page, f"{name}-form")
 
-    for page in pages.values():      # both confirm within milliseconds of each other
+    for page in pages.values():  # both confirm within milliseconds of each other
         page.get_by_role("button", name=CONFIRM).click(no_wait_after=True)
     for page in pages.values():
         expect(page.locator("[data-order-status], [data-reason]").first).to_be_visible()
@@ -174,8 +182,10 @@ def test_914_race_for_the_last_unit_in_two_browsers(db, people, shots):
     assert orders_of_request(db, request_ids[loser]) == []
     assert order_count(db) == 1
     with db.reading() as conn:
-        stock = conn.execute("SELECT s.on_hand, s.reserved FROM stock_level s JOIN product p ON p.id = s.product_id"
-                             " WHERE p.sku = 'COR-118' AND s.warehouse_id = 'CEN'").fetchone()
+        stock = conn.execute(
+            "SELECT s.on_hand, s.reserved FROM stock_level s JOIN product p ON p.id = s.product_id"
+            " WHERE p.sku = 'COR-118' AND s.warehouse_id = 'CEN'"
+        ).fetchone()
     assert (stock["on_hand"], stock["reserved"]) == (1, 1)
 
 
@@ -217,8 +227,7 @@ def test_credit_officer_approves_from_the_queue(db, people, shots):
     [order] = orders_of_request(db, request_id)
     assert order["status"] == "CONFIRMADO"
     with db.reading() as conn:
-        kinds = {r["kind"] for r in conn.execute("SELECT kind FROM stock_reservation WHERE order_id = %s",
-                                                 [order_id]).fetchall()}
+        kinds = {r["kind"] for r in conn.execute("SELECT kind FROM stock_reservation WHERE order_id = %s", [order_id]).fetchall()}
     assert kinds == {"FIRME"}
 
 
@@ -228,7 +237,9 @@ def fiscal_dead_letter(db, order_id: str):
         return conn.execute(
             "SELECT d.id, d.event_id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id"
             " WHERE e.aggregate_id = %s AND d.destination = 'fiscal' AND d.status = 'pending'"
-            " AND e.status = 'FALLIDO'", [order_id]).fetchone()
+            " AND e.status = 'FALLIDO'",
+            [order_id],
+        ).fetchone()
 
 
 def wait_or_explain(predicate, timeout: float, message: str, explain):
@@ -242,15 +253,20 @@ def wait_or_explain(predicate, timeout: float, message: str, explain):
 def relay_story(db, relay, order_id: str) -> str:
     """The order's outbox events and the tail of every relay process's log, to explain a failure."""
     with db.reading() as conn:
-        events = conn.execute("SELECT event_type, status, attempts, last_error, next_attempt_at, locked_until"
-                              " FROM outbox_event WHERE aggregate_id = %s", [order_id]).fetchall()
-    logs = "\n".join(f"--- {' '.join(proc.args)} (exit {proc.poll()})\n" + "\n".join(relay.log(proc).splitlines()[-15:])
-                     for proc in relay.procs)
+        events = conn.execute(
+            "SELECT event_type, status, attempts, last_error, next_attempt_at, locked_until"
+            " FROM outbox_event WHERE aggregate_id = %s",
+            [order_id],
+        ).fetchall()
+    logs = "\n".join(
+        f"--- {' '.join(proc.args)} (exit {proc.poll()})\n" + "\n".join(relay.log(proc).splitlines()[-15:])
+        for proc in relay.procs
+    )
     return f"events: {events}\n{logs}"
 
 
 def test_admin_replays_a_dead_letter(db, fakes, relay, people, shots):
-    fakes.set_mode("fiscal", "error_4xx")      # the fiscal provider refuses everything, permanently
+    fakes.set_mode("fiscal", "error_4xx")  # the fiscal provider refuses everything, permanently
     relay.start_workers(1)
     relay.start_sweepers(1)
 
@@ -259,8 +275,12 @@ def test_admin_replays_a_dead_letter(db, fakes, relay, people, shots):
     seller.get_by_role("button", name=CONFIRM).click()
     seller.wait_for_url(ORDER_URL)
     order_id = order_id_of(seller)
-    dead = wait_or_explain(lambda: fiscal_dead_letter(db, order_id), 60,
-                           "the fiscal event in FALLIDO with a pending dead letter", lambda: relay_story(db, relay, order_id))
+    dead = wait_or_explain(
+        lambda: fiscal_dead_letter(db, order_id),
+        60,
+        "the fiscal event in FALLIDO with a pending dead letter",
+        lambda: relay_story(db, relay, order_id),
+    )
     dead_id, key = dead["id"], str(dead["event_id"])
     seller.reload()
     expect(seller.locator("[data-event-type='billing.intent_recorded']")).to_have_attribute("data-event-status", "FALLIDO")
@@ -282,12 +302,15 @@ def test_admin_replays_a_dead_letter(db, fakes, relay, people, shots):
 
     marta.locator("form[data-action=replay] textarea[name=note]").fill("El proveedor corrigió su validación")
     marta.locator("form[data-action=replay]").get_by_role("button", name="Reprocesar").click()
-    expect(marta.locator(f"section[data-dead-letter-id='{dead_id}']")).to_have_attribute(
-        "data-dead-letter-status", "resolved")
+    expect(marta.locator(f"section[data-dead-letter-id='{dead_id}']")).to_have_attribute("data-dead-letter-status", "resolved")
     shots.take(marta, "marta-replayed")
 
-    wait_or_explain(lambda: event_rows(db, [key])[key]["status"] == "ENTREGADO", 60,
-                    "the replayed fiscal event delivered by the relay", lambda: relay_story(db, relay, order_id))
+    wait_or_explain(
+        lambda: event_rows(db, [key])[key]["status"] == "ENTREGADO",
+        60,
+        "the replayed fiscal event delivered by the relay",
+        lambda: relay_story(db, relay, order_id),
+    )
     marta.reload()
     expect(marta.locator("[data-event-status]")).to_have_attribute("data-event-status", "ENTREGADO")
     shots.take(marta, "marta-delivered")
@@ -297,5 +320,5 @@ def test_admin_replays_a_dead_letter(db, fakes, relay, people, shots):
     shots.take(seller, "vendedor1-facturado")
 
     [effect] = [e for e in fakes.effects("fiscal") if e["key"] == key]
-    assert effect["deliveries"] == 1       # the refused try applied nothing; the replay applied it once
+    assert effect["deliveries"] == 1  # the refused try applied nothing; the replay applied it once
     assert len(fakes.effects("fiscal")) == 1

@@ -64,7 +64,7 @@ def test_the_kept_list_is_what_the_form_shows_until_the_version_moves(client, au
     finally:
         _sql(db, "ALTER TABLE client ENABLE TRIGGER client_list_changed")
     assert "Nombre Fantasma" not in _form(client)
-    _sql(db, "UPDATE client SET tier = tier WHERE name = 'Nombre Fantasma'")      # any change of the list
+    _sql(db, "UPDATE client SET tier = tier WHERE name = 'Nombre Fantasma'")  # any change of the list
     assert "Nombre Fantasma" in _form(client)
 
 
@@ -75,8 +75,7 @@ def test_orders_charging_credit_leave_the_version_alone(client, auth, db):
     response = client.post("/orders/new", data=form_data(html, "Corralón del Sur", [("COR-118", 1)]))
     assert response.status_code == 303
     with db.reading() as conn:
-        assert conn.execute("SELECT exposure_cents FROM client WHERE name = 'Corralón del Sur'").fetchone()[
-            "exposure_cents"] > 0
+        assert conn.execute("SELECT exposure_cents FROM client WHERE name = 'Corralón del Sur'").fetchone()["exposure_cents"] > 0
     assert _version(db) == version
 
 

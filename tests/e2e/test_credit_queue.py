@@ -32,7 +32,7 @@ def order_through_form(client, auth, lines, client_name=PLATINO, salesperson="ve
 def row_of(html: str, order_id: str) -> str:
     """The queue's element for one order (from its data-order-id to the end of its article)."""
     start = html.index(f'data-order-id="{order_id}"')
-    return html[start:html.index("</article>", start)]
+    return html[start : html.index("</article>", start)]
 
 
 def attr(fragment: str, name: str) -> str:
@@ -50,8 +50,12 @@ def hidden(fragment: str, name: str) -> str:
 def approve_data(page: str, order_id: str, **extra) -> dict:
     """What the queue's approve form of one order posts."""
     row = row_of(page, order_id)
-    return {"csrf_token": csrf_token(page), "seen_exposure_cents": hidden(row, "seen_exposure_cents"),
-            "seen_limit_cents": hidden(row, "seen_limit_cents"), **extra}
+    return {
+        "csrf_token": csrf_token(page),
+        "seen_exposure_cents": hidden(row, "seen_exposure_cents"),
+        "seen_limit_cents": hidden(row, "seen_limit_cents"),
+        **extra,
+    }
 
 
 def queue_ids(html: str) -> list[str]:
@@ -67,7 +71,7 @@ def test_an_order_over_the_limit_appears_in_the_queue_with_its_figures(client, a
     assert attr(row, "data-limit-cents") == "100000000"
     assert attr(row, "data-exposure-cents") == "99000000"
     assert attr(row, "data-total-cents") == "1600000"
-    assert attr(row, "data-excess-cents") == "600000"             # 990,000 + 16,000 - 1,000,000
+    assert attr(row, "data-excess-cents") == "600000"  # 990,000 + 16,000 - 1,000,000
     assert "$ 1.000.000,00" in row and "$ 6.000,00" in row
     assert "Vendedor A" in row and 'data-sku="COR-200"' in row
     assert int(attr(row, "data-waiting-s")) >= 0 and attr(row, "data-soft-age-s") != ""
@@ -88,8 +92,7 @@ def test_the_queue_is_oldest_first_and_holds_only_pending_orders(client, auth, d
 
 def test_the_queue_filters_by_client_tier_and_salesperson(client, auth):
     platino = order_through_form(client, auth, [("COR-200", 5)])
-    obras = order_through_form(client, auth, [("COR-200", 20)], client_name="Obras Rápidas SRL",
-                               salesperson="vendedor2")
+    obras = order_through_form(client, auth, [("COR-200", 20)], client_name="Obras Rápidas SRL", salesperson="vendedor2")
     assert queue_ids(client.get("/credit/queue?tier=PLATINO").get_data(as_text=True)) == [platino]
     assert queue_ids(client.get("/credit/queue?tier=regular").get_data(as_text=True)) == [obras]
     page = client.get("/credit/queue").get_data(as_text=True)
@@ -141,8 +144,7 @@ def test_people_without_credit_permission_get_403_on_every_credit_route(client, 
     assert client.get("/credit/queue").status_code == 403
     assert client.get("/credit/decided").status_code == 403
     assert client.post(f"/credit/queue/{order_id}/approve", data={"csrf_token": token}).status_code == 403
-    assert client.post(f"/credit/queue/{order_id}/reject",
-                       data={"csrf_token": token, "reason": "no"}).status_code == 403
+    assert client.post(f"/credit/queue/{order_id}/reject", data={"csrf_token": token, "reason": "no"}).status_code == 403
 
 
 def test_an_anonymous_visitor_is_sent_to_login(client):
@@ -161,8 +163,10 @@ def test_a_decision_without_csrf_token_is_refused_and_changes_nothing(client, au
 def test_approving_from_the_queue_redirects_303_and_the_salesperson_sees_the_decision(client, auth, db):
     order_id = order_through_form(client, auth, [("COR-200", 5)])
     page = client.get("/credit/queue").get_data(as_text=True)
-    response = client.post(f"/credit/queue/{order_id}/approve",
-                           data=approve_data(page, order_id, note="Autorizado por llamada", filters="tier=PLATINO"))
+    response = client.post(
+        f"/credit/queue/{order_id}/approve",
+        data=approve_data(page, order_id, note="Autorizado por llamada", filters="tier=PLATINO"),
+    )
     assert response.status_code == 303 and response.headers["Location"] == "/credit/queue?tier=PLATINO"
     assert order_id not in client.get("/credit/queue").get_data(as_text=True)
     auth.logout()
@@ -188,8 +192,7 @@ def test_rejecting_from_the_queue_releases_stock_and_the_salesperson_reads_the_r
     order_id = order_through_form(client, auth, [("COR-118", 1)])
     assert stock(db, "COR-118")["reserved"] == 1
     token = csrf_token(client.get("/credit/queue").get_data(as_text=True))
-    response = client.post(f"/credit/queue/{order_id}/reject",
-                           data={"csrf_token": token, "reason": "Deuda vencida de 60 días"})
+    response = client.post(f"/credit/queue/{order_id}/reject", data={"csrf_token": token, "reason": "Deuda vencida de 60 días"})
     assert response.status_code == 303 and response.headers["Location"] == "/credit/queue"
     assert stock(db, "COR-118")["reserved"] == 0
     auth.logout()
@@ -201,16 +204,20 @@ def test_rejecting_from_the_queue_releases_stock_and_the_salesperson_reads_the_r
 def test_a_changed_exposure_shows_before_and_after_and_a_second_post_approves(client, auth, db):
     first = order_through_form(client, auth, [("COR-200", 5)])
     second = order_through_form(client, auth, [("TOR-010", 100)])
-    page = client.get("/credit/queue").get_data(as_text=True)          # both rows seen at 990,000.00
+    page = client.get("/credit/queue").get_data(as_text=True)  # both rows seen at 990,000.00
     assert client.post(f"/credit/queue/{first}/approve", data=approve_data(page, first)).status_code == 303
     response = client.post(f"/credit/queue/{second}/approve", data=approve_data(page, second, note="ok"))
     assert response.status_code == 409
     html = response.get_data(as_text=True)
     assert 'data-conflict="figures_changed"' in html
-    assert "$ 990.000,00" in html and "$ 1.006.000,00" in html          # before and after
+    assert "$ 990.000,00" in html and "$ 1.006.000,00" in html  # before and after
     assert snapshot(db, second)["status"] == "PENDIENTE_AUTORIZACION"
-    again = {"csrf_token": csrf_token(html), "seen_exposure_cents": hidden(html, "seen_exposure_cents"),
-             "seen_limit_cents": hidden(html, "seen_limit_cents"), "note": "ok"}
+    again = {
+        "csrf_token": csrf_token(html),
+        "seen_exposure_cents": hidden(html, "seen_exposure_cents"),
+        "seen_limit_cents": hidden(html, "seen_limit_cents"),
+        "note": "ok",
+    }
     assert again["seen_exposure_cents"] == "100600000"
     assert client.post(f"/credit/queue/{second}/approve", data=again).status_code == 303
     assert snapshot(db, second)["status"] == "CONFIRMADO"
@@ -229,8 +236,10 @@ def test_deciding_an_order_already_decided_is_409_and_names_who_decided(client, 
 def test_an_order_whose_reservation_was_released_cannot_be_approved(client, auth, db):
     order_id = order_through_form(client, auth, [("COR-118", 1)])
     with db.transaction() as tx:
-        tx.execute("UPDATE stock_level SET reserved = 0 WHERE warehouse_id = 'CEN'"
-                   " AND product_id = (SELECT id FROM product WHERE sku = 'COR-118')")
+        tx.execute(
+            "UPDATE stock_level SET reserved = 0 WHERE warehouse_id = 'CEN'"
+            " AND product_id = (SELECT id FROM product WHERE sku = 'COR-118')"
+        )
         tx.execute("UPDATE stock_reservation SET released_at = now() WHERE order_id = %s", [order_id])
         tx.commit()
     page = client.get("/credit/queue").get_data(as_text=True)
@@ -266,8 +275,9 @@ def second_officer(db) -> None:
 def order_over_http(base: str) -> str:
     seller = http_login(base, "vendedor1")
     html = seller.get(base + "/orders/new", timeout=10).text
-    response = seller.post(base + "/orders/new", data=form_data(html, PLATINO, [("COR-118", 1)]),
-                           allow_redirects=False, timeout=10)
+    response = seller.post(
+        base + "/orders/new", data=form_data(html, PLATINO, [("COR-118", 1)]), allow_redirects=False, timeout=10
+    )
     assert response.status_code == 303
     return order_id_from(response.headers["Location"])
 
@@ -302,8 +312,9 @@ def decide_at_once(db, base: str, order_id: str, decisions: dict) -> dict:
 def test_two_officers_approving_at_once_get_one_303_and_one_409(live_server, db):
     second_officer(db)
     order_id = order_over_http(live_server)
-    answers = decide_at_once(db, live_server, order_id, {"laura": ("approve", {"note": "yo"}),
-                                                         "ines": ("approve", {"note": "yo también"})})
+    answers = decide_at_once(
+        db, live_server, order_id, {"laura": ("approve", {"note": "yo"}), "ines": ("approve", {"note": "yo también"})}
+    )
     assert sorted(r.status_code for r in answers.values()) == [303, 409]
     loser = next(r for r in answers.values() if r.status_code == 409)
     assert "ya fue decidido por" in loser.text

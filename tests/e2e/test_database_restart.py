@@ -22,8 +22,8 @@ LINES = [("TOR-010", 1), ("COR-200", 1)]
 # A steady stream rather than a flood: between orders the pooled connections sit idle, as they do
 # in real life, and a restart breaks them where they sit (the case psycopg_pool's check is for).
 THINK_S = 0.05
-RESTARTS = 3            # back to back: more pooled connections are caught broken (each takes about 0.5 s)
-RECOVERY_S = 10          # after the restart: /health 200 and a new order within this many seconds
+RESTARTS = 3  # back to back: more pooled connections are caught broken (each takes about 0.5 s)
+RECOVERY_S = 10  # after the restart: /health 200 and a new order within this many seconds
 
 
 @pytest.fixture
@@ -41,14 +41,17 @@ class OrderStream:
 
     def __init__(self, base: str, users: list[str], readers: dict[str, str]):
         self.base = base
-        self.answers: list[tuple[float, str, int, str]] = []     # (time, step, status, body or order id)
+        self.answers: list[tuple[float, str, int, str]] = []  # (time, step, status, body or order id)
         self.errors: collections.Counter = collections.Counter()
         self.unanswered: list[tuple[requests.Session, dict, str]] = []  # (session, form sent, its 503 page)
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._post_orders, args=(http_login(base, user),), daemon=True)
-                         for user in users]
-        self._threads += [threading.Thread(target=self._read, args=(http_login(base, user), page), daemon=True)
-                          for user, page in readers.items()]
+        self._threads = [
+            threading.Thread(target=self._post_orders, args=(http_login(base, user),), daemon=True) for user in users
+        ]
+        self._threads += [
+            threading.Thread(target=self._read, args=(http_login(base, user), page), daemon=True)
+            for user, page in readers.items()
+        ]
 
     def __enter__(self):
         for thread in self._threads:
@@ -110,8 +113,13 @@ def _wait_for(predicate, timeout: float):
 
 @pytest.mark.slow
 def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recovers(private_postgres, tmp_path):
-    env = {"DATABASE_URL": private_postgres.url, "REDIS_URL": os.environ["REDIS_URL"], "WEB_WORKERS": "2",
-           "WEB_THREADS": "4", "DB_POOL_TIMEOUT_S": "2"}
+    env = {
+        "DATABASE_URL": private_postgres.url,
+        "REDIS_URL": os.environ["REDIS_URL"],
+        "WEB_WORKERS": "2",
+        "WEB_THREADS": "4",
+        "DB_POOL_TIMEOUT_S": "2",
+    }
     log_path = tmp_path / "gunicorn.log"
     with running_gunicorn(env, log_path=log_path) as base:
         readers = {"laura": "/credit/queue", "marta": "/admin/dead-letters"}
@@ -122,8 +130,7 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
                 private_postgres.restart()
                 time.sleep(0.5)
             outage_ended = time.monotonic()
-            health_back = _wait_for(lambda: requests.get(base + "/health", timeout=5).status_code == 200,
-                                    timeout=RECOVERY_S)
+            health_back = _wait_for(lambda: requests.get(base + "/health", timeout=5).status_code == 200, timeout=RECOVERY_S)
             orders_before = len(stream.created_orders())
             _wait_for(lambda: len(stream.created_orders()) > orders_before, timeout=RECOVERY_S)
             time.sleep(1)
@@ -131,9 +138,8 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
         statuses = stream.statuses()
         log = log_path.read_text(errors="replace")
         assert not [k for k in statuses if k[1] >= 500 and k[1] != 503], (statuses, log[-4000:])
-        assert set(statuses) <= {("get", 200), ("read", 200), ("post", 303), ("get", 503), ("read", 503),
-                                 ("post", 503)}, statuses
-        assert not stream.errors, stream.errors                         # every request got an answer
+        assert set(statuses) <= {("get", 200), ("read", 200), ("post", 303), ("get", 503), ("read", 503), ("post", 503)}, statuses
+        assert not stream.errors, stream.errors  # every request got an answer
         assert "Internal Server Error" not in log and '"status": 500' not in log
         # 503s only around the outage: none before it, none once Nexo had recovered.
         for at, step, status, body in stream.answers:
@@ -147,20 +153,21 @@ def test_postgres_restart_under_order_posts_gives_503_pages_never_500_and_recove
         # A fresh form after the outage makes an order, without restarting Nexo.
         session = http_login(base, "vendedor1")
         page = session.get(base + "/orders/new", timeout=10)
-        answer = session.post(base + "/orders/new", data=form_data(page.text, "Corralón del Sur", LINES),
-                              allow_redirects=False, timeout=10)
+        answer = session.post(
+            base + "/orders/new", data=form_data(page.text, "Corralón del Sur", LINES), allow_redirects=False, timeout=10
+        )
         assert answer.status_code == 303
         created = stream.created_orders() + [order_id_from(answer.headers["Location"])]
         # What the 503 page says is true: confirming the same form again (same requestId) gives the
         # order, the one that was kept if its commit went through before the connection was lost.
         for poster, sent, page in stream.unanswered:
             resubmit = resubmitted_form(page)
-            assert resubmit == sent                                   # the page carries the very same form
+            assert resubmit == sent  # the page carries the very same form
             again = poster.post(base + "/orders/new", data=resubmit, allow_redirects=False, timeout=10)
             assert again.status_code == 303, again.status_code
             created.append(order_id_from(again.headers["Location"]))
 
-    assert len(created) == len(set(created))                    # one order per form, none twice
+    assert len(created) == len(set(created))  # one order per form, none twice
     _assert_every_order_is_whole(private_postgres, created)
 
 
@@ -174,7 +181,9 @@ def _assert_every_order_is_whole(server: PrivatePostgres, order_ids: list[str]) 
                (SELECT count(*) FROM outbox_event e WHERE e.aggregate_id = o.id),
                (SELECT count(*) FROM idempotency_keys k WHERE k.order_id = o.id)
           FROM orders o WHERE o.id = ANY(%s::uuid[])
-        """, [order_ids])
+        """,
+        [order_ids],
+    )
     assert len(rows) == len(order_ids)
     assert all(row[1:] == (2, 2, 2, 1) for row in rows), [r for r in rows if r[1:] != (2, 2, 2, 1)]
     # Nothing else was kept: no order that nobody was ever answered about, whole or half-made.

@@ -19,12 +19,12 @@ def _badge(client) -> int | None:
 
 def test_marta_sees_how_many_dead_letters_are_pending_on_every_page(db, client, auth):
     auth.login("marta")
-    assert _badge(client) is None                          # none pending: no badge
+    assert _badge(client) is None  # none pending: no badge
     made = [make_dead_letter(db), make_dead_letter(db, destination="warehouse"), make_dead_letter(db)]
     assert _badge(client) == 3
     service.discard(db, made[0]["id"], "marta", "duplicado")
     service.replay(db, made[1]["id"], "marta", None)
-    assert _badge(client) == 1                             # only the pending ones count
+    assert _badge(client) == 1  # only the pending ones count
 
 
 @pytest.mark.parametrize("username", ["vendedor1", "laura", "sergio"])

@@ -48,8 +48,9 @@ def test_list_shows_each_dead_letter_newest_first_with_total_count_and_no_payloa
 
 def test_list_filters_by_destination_status_signature_client_and_date(db, marta):
     fiscal = make_dead_letter(db, http_status=422)["id"]
-    warehouse = make_dead_letter(db, destination="warehouse", http_status=None, error_class="ReadTimeout",
-                                 client="Obras Rápidas SRL")["id"]
+    warehouse = make_dead_letter(
+        db, destination="warehouse", http_status=None, error_class="ReadTimeout", client="Obras Rápidas SRL"
+    )["id"]
     discarded = make_dead_letter(db, http_status=503)["id"]
     service.discard(db, discarded, "marta", "duplicado")
     old = make_dead_letter(db, http_status=422)["id"]
@@ -67,6 +68,7 @@ def test_list_filters_by_destination_status_signature_client_and_date(db, marta)
     assert listed("signature=fiscal:422") == (sorted([fiscal, old]), 2)
     assert listed(f"client={client_id}") == ([warehouse], 1)
     from datetime import date, timedelta
+
     today = date.today().isoformat()
     assert listed(f"from_date={today}&destination=fiscal&signature=fiscal:422") == ([fiscal], 1)
     assert listed(f"to_date={(date.today() - timedelta(days=5)).isoformat()}") == ([old], 1)
@@ -89,15 +91,22 @@ def test_list_says_when_the_candidate_cap_truncates(db, marta, monkeypatch):
     assert 'data-truncated="true"' in response.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("query", ["destination=nowhere", "status=lost", "page=0", "size=1000", "page=x",
-                                   "client=not-a-uuid", "from_date=yesterday"])
+@pytest.mark.parametrize(
+    "query", ["destination=nowhere", "status=lost", "page=0", "size=1000", "page=x", "client=not-a-uuid", "from_date=yesterday"]
+)
 def test_list_refuses_malformed_filters(marta, query):
     assert marta.get("/admin/dead-letters?" + query).status_code == 400
 
 
 def test_detail_shows_payload_attempts_and_order_and_audits_each_view(db, marta):
-    made = make_dead_letter(db, attempts=3, http_status=503, error="503 Service Unavailable",
-                            payload={"marker": "PAYLOAD-VISIBLE"}, total_cents=1_250_000)
+    made = make_dead_letter(
+        db,
+        attempts=3,
+        http_status=503,
+        error="503 Service Unavailable",
+        payload={"marker": "PAYLOAD-VISIBLE"},
+        total_cents=1_250_000,
+    )
     response = marta.get(f"/admin/dead-letters/{made['id']}")
     html = response.get_data(as_text=True)
     assert response.status_code == 200
@@ -115,10 +124,16 @@ def test_unknown_dead_letter_is_a_plain_404_and_not_audited(db, marta):
     assert audit_rows(db, "dead_letter.viewed") == []
 
 
-SALESPERSON_ROUTES = [("GET", "/admin/dead-letters"), ("GET", "/admin/dead-letters/{id}"),
-                      ("GET", "/admin/dead-letters/groups"), ("GET", "/admin/dead-letters/bulk?destination=fiscal"),
-                      ("POST", "/admin/dead-letters/{id}/replay"), ("POST", "/admin/dead-letters/{id}/discard"),
-                      ("POST", "/admin/dead-letters/{id}/check-key"), ("POST", "/admin/dead-letters/bulk")]
+SALESPERSON_ROUTES = [
+    ("GET", "/admin/dead-letters"),
+    ("GET", "/admin/dead-letters/{id}"),
+    ("GET", "/admin/dead-letters/groups"),
+    ("GET", "/admin/dead-letters/bulk?destination=fiscal"),
+    ("POST", "/admin/dead-letters/{id}/replay"),
+    ("POST", "/admin/dead-letters/{id}/discard"),
+    ("POST", "/admin/dead-letters/{id}/check-key"),
+    ("POST", "/admin/dead-letters/bulk"),
+]
 
 
 def test_a_salesperson_gets_403_on_every_dead_letter_route(db, client, auth):
@@ -206,15 +221,14 @@ def test_actions_need_a_fresh_login(db, clocked_app):
     web = application.test_client()
     tok = csrf_token(web.get("/login").get_data(as_text=True))
     web.post("/login", data={"username": "marta", "password": "nexo-demo", "csrf_token": tok})
-    clock["now"] += 901                                        # DLQ_FRESH_LOGIN_S defaults to 900 s
+    clock["now"] += 901  # DLQ_FRESH_LOGIN_S defaults to 900 s
     stale = post(web, f"/admin/dead-letters/{made['id']}/replay", dead_letter_id=made["id"])
     assert stale.status_code == 303
     assert stale.headers["Location"] == f"/login?next=/admin/dead-letters/{made['id']}"
     assert row(db, "SELECT status FROM dead_letter WHERE id = %s", [made["id"]])["status"] == "pending"
     login_page = web.get(stale.headers["Location"]).get_data(as_text=True)
     assert "volvé a ingresar" in login_page
-    web.post(stale.headers["Location"], data={"username": "marta", "password": "nexo-demo",
-                                              "csrf_token": csrf_token(login_page)})
+    web.post(stale.headers["Location"], data={"username": "marta", "password": "nexo-demo", "csrf_token": csrf_token(login_page)})
     clock["now"] += 899
     fresh = post(web, f"/admin/dead-letters/{made['id']}/replay", dead_letter_id=made["id"])
     assert fresh.status_code == 303 and fresh.headers["Location"] == f"/admin/dead-letters/{made['id']}"
@@ -223,9 +237,11 @@ def test_actions_need_a_fresh_login(db, clocked_app):
 
 def test_key_check_answer_is_shown_on_the_detail_page(db, app, marta, fakes, monkeypatch):
     import dataclasses
+
     made = make_dead_letter(db)
-    monkeypatch.setitem(app.config, "NEXO_SETTINGS",
-                        dataclasses.replace(app.config["NEXO_SETTINGS"], fiscal_url=fakes.fiscal_url))
+    monkeypatch.setitem(
+        app.config, "NEXO_SETTINGS", dataclasses.replace(app.config["NEXO_SETTINGS"], fiscal_url=fakes.fiscal_url)
+    )
     response = post(marta, f"/admin/dead-letters/{made['id']}/check-key", dead_letter_id=made["id"])
     assert response.status_code == 303
     html = marta.get(f"/admin/dead-letters/{made['id']}").get_data(as_text=True)
@@ -242,10 +258,15 @@ def test_groups_preview_says_how_many_and_confirm_touches_only_those(db, marta):
     preview = marta.get("/admin/dead-letters/bulk?action=discard&destination=fiscal&signature=fiscal:422")
     html = preview.get_data(as_text=True)
     assert 'data-bulk-count="3"' in html
-    late = make_dead_letter(db, http_status=422)["id"]       # arrives after the preview
-    form = {"csrf_token": csrf_token(html), "action": "discard", "destination": "fiscal",
-            "signature": "fiscal:422", "ids": re.search(r'name="ids" type="hidden" value="([^"]*)"', html).group(1),
-            "expected_count": "3"}
+    late = make_dead_letter(db, http_status=422)["id"]  # arrives after the preview
+    form = {
+        "csrf_token": csrf_token(html),
+        "action": "discard",
+        "destination": "fiscal",
+        "signature": "fiscal:422",
+        "ids": re.search(r'name="ids" type="hidden" value="([^"]*)"', html).group(1),
+        "expected_count": "3",
+    }
     refused = marta.post("/admin/dead-letters/bulk", data=form)
     assert refused.status_code == 400 and 'data-field-error="reason"' in refused.get_data(as_text=True)
     done = marta.post("/admin/dead-letters/bulk", data={**form, "reason": "proveedor anuló las facturas"})
@@ -256,8 +277,11 @@ def test_groups_preview_says_how_many_and_confirm_touches_only_those(db, marta):
 
 def test_bulk_confirm_with_a_count_that_does_not_match_the_ids_is_refused(db, marta):
     ids = [make_dead_letter(db)["id"] for _ in range(2)]
-    response = post(marta, "/admin/dead-letters/bulk", {"action": "replay", "destination": "fiscal",
-                                                        "ids": ",".join(map(str, ids)), "expected_count": "5"})
+    response = post(
+        marta,
+        "/admin/dead-letters/bulk",
+        {"action": "replay", "destination": "fiscal", "ids": ",".join(map(str, ids)), "expected_count": "5"},
+    )
     assert response.status_code == 400
     assert audit_rows(db, "dead_letter.replayed") == []
 
@@ -275,8 +299,9 @@ def test_two_admins_acting_at_once_one_wins_and_the_other_gets_409(db, live_serv
 
     def act(session, tok, action):
         barrier.wait()
-        response = session.post(f"{url}/{action}", data={"csrf_token": tok, "reason": "otra decisión"},
-                                allow_redirects=False, timeout=10)
+        response = session.post(
+            f"{url}/{action}", data={"csrf_token": tok, "reason": "otra decisión"}, allow_redirects=False, timeout=10
+        )
         statuses.append(response.status_code)
 
     threads = [threading.Thread(target=act, args=(s, t, a)) for s, t, a in zip(sessions, tokens, ("replay", "discard"))]

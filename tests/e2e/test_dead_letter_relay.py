@@ -21,8 +21,9 @@ pytestmark = pytest.mark.slow
 
 def dead_letters_of(db, event_ids) -> list[dict]:
     with db.reading() as conn:
-        return conn.execute("SELECT * FROM dead_letter WHERE event_id = ANY(%s::uuid[]) ORDER BY id",
-                            [[str(e) for e in event_ids]]).fetchall()
+        return conn.execute(
+            "SELECT * FROM dead_letter WHERE event_id = ANY(%s::uuid[]) ORDER BY id", [[str(e) for e in event_ids]]
+        ).fetchall()
 
 
 def status_of(db, event_ids) -> set[str]:
@@ -36,8 +37,11 @@ def fail_fiscal_events(db, redis_client, fakes, relay, count: int) -> list:
     relay.start_sweepers(1)
     event_ids = [o.fiscal_event_id for o in insert_confirmed_orders(db, count)]
     request_delivery(event_ids, connection=redis_client, settings=relay_settings())
-    wait_until(lambda: len(dead_letters_of(db, event_ids)) == count and status_of(db, event_ids) == {"FALLIDO"},
-               timeout=30, message=f"{count} fiscal events in FALLIDO with their dead letters")
+    wait_until(
+        lambda: len(dead_letters_of(db, event_ids)) == count and status_of(db, event_ids) == {"FALLIDO"},
+        timeout=30,
+        message=f"{count} fiscal events in FALLIDO with their dead letters",
+    )
     fakes.set_mode("fiscal", "ok")
     return event_ids
 
@@ -45,8 +49,11 @@ def fail_fiscal_events(db, redis_client, fakes, relay, count: int) -> list:
 @pytest.fixture
 def marta(client, auth, app, fakes, monkeypatch):
     # The session app read its settings before the fakes existed; the key check reads the URL from them.
-    monkeypatch.setitem(app.config, "NEXO_SETTINGS", dataclasses.replace(
-        app.config["NEXO_SETTINGS"], fiscal_url=fakes.fiscal_url, warehouse_url=fakes.warehouse_url))
+    monkeypatch.setitem(
+        app.config,
+        "NEXO_SETTINGS",
+        dataclasses.replace(app.config["NEXO_SETTINGS"], fiscal_url=fakes.fiscal_url, warehouse_url=fakes.warehouse_url),
+    )
     auth.login("marta")
     return client
 
@@ -72,7 +79,7 @@ def test_permanent_error_then_replay_delivers_exactly_once(db, redis_client, fak
     [effect] = [e for e in fakes.effects("fiscal") if e["key"] == str(event_id)]
     assert effect["deliveries"] == 1
     event = event_rows(db, [event_id])[str(event_id)]
-    assert event["attempts"] == 2          # every try counts (CONTRACT.md): the refused one and the good one
+    assert event["attempts"] == 2  # every try counts (CONTRACT.md): the refused one and the good one
 
     again = marta.post(f"/admin/dead-letters/{dl['id']}/replay", data={"csrf_token": csrf_token(page)})
     assert again.status_code == 409
@@ -87,9 +94,17 @@ def test_group_replay_delivers_each_event_once_with_one_audit_row_each(db, redis
     html = preview.get_data(as_text=True)
     assert 'data-bulk-count="3"' in html
     ids = re.search(r'name="ids" type="hidden" value="([^"]*)"', html).group(1)
-    done = marta.post("/admin/dead-letters/bulk", data={
-        "csrf_token": csrf_token(html), "action": "replay", "destination": "fiscal", "signature": "fiscal:400",
-        "ids": ids, "expected_count": "3"})
+    done = marta.post(
+        "/admin/dead-letters/bulk",
+        data={
+            "csrf_token": csrf_token(html),
+            "action": "replay",
+            "destination": "fiscal",
+            "signature": "fiscal:400",
+            "ids": ids,
+            "expected_count": "3",
+        },
+    )
     assert done.status_code == 303
     wait_until(lambda: status_of(db, event_ids) == {"ENTREGADO"}, timeout=30, message="the group delivered")
     effects = {e["key"]: e for e in fakes.effects("fiscal")}

@@ -34,19 +34,18 @@ def test_logging_in_logs_neither_the_password_nor_the_session_cookie(client, cap
     cookie_value = cookie.split(";", 1)[0].split("=", 1)[1]
     client.get("/", headers={"Cookie": f"session={cookie_value}"})
     logs = _formatted(caplog.records)
-    assert "login refused" in logs and "logged in" in logs          # the lines exist, without secrets
+    assert "login refused" in logs and "logged in" in logs  # the lines exist, without secrets
     for secret in (WRONG_PASSWORD, DEMO_PASSWORD, cookie_value, token):
         assert secret not in logs
 
 
 def test_lines_logged_during_a_request_carry_its_request_id(client, caplog):
     caplog.set_level(logging.INFO)
-    response = client.post("/login", data={"username": "laura", "password": "x"},
-                           headers={"X-Request-ID": "probe-web-1"})
+    response = client.post("/login", data={"username": "laura", "password": "x"}, headers={"X-Request-ID": "probe-web-1"})
     assert response.headers["X-Request-ID"] == "probe-web-1"
     lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name.startswith("nexo")]
     assert lines and all(line["request_id"] == "probe-web-1" for line in lines)
-    assert request_id_var.get() == "-"                                  # unbound when the request ended
+    assert request_id_var.get() == "-"  # unbound when the request ended
 
 
 def test_a_job_binds_the_request_id_for_its_lines_and_restores_the_previous_one(caplog):
@@ -62,7 +61,7 @@ def test_credentials_that_slip_into_a_message_are_masked():
     assert redact("Authorization: Bearer abc.def") == "Authorization: ***"
     assert redact("retry with token=s3cr3t&x=1") == "retry with token=***&x=1"
     assert redact('{"password": "hunter2"}') == '{"password": "***"}'
-    assert redact("claim_token=7f3e event 12") == "claim_token=7f3e event 12"     # not a credential
+    assert redact("claim_token=7f3e event 12") == "claim_token=7f3e event 12"  # not a credential
 
 
 def test_gunicorn_writes_json_lines_with_request_ids_and_no_secrets(tmp_path):
@@ -74,12 +73,11 @@ def test_gunicorn_writes_json_lines_with_request_ids_and_no_secrets(tmp_path):
         accepted = post_login(base, "laura", DEMO_PASSWORD, session=session)
         assert accepted.status_code == 302
         cookie_value = session.cookies["session"]
-        page = session.get(base + "/", headers={"X-Request-ID": "probe-gunicorn-1"}, allow_redirects=False,
-                           timeout=10)
+        page = session.get(base + "/", headers={"X-Request-ID": "probe-gunicorn-1"}, allow_redirects=False, timeout=10)
         scraped = requests.get(base + "/metrics", headers={"Authorization": f"Bearer {metrics_token}"}, timeout=10)
         assert scraped.status_code == 200
     text = log_path.read_text(encoding="utf-8")
-    lines = [json.loads(line) for line in text.splitlines() if line.strip()]     # every line is JSON
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]  # every line is JSON
     assert lines and all("request_id" in line for line in lines)
     access = [line for line in lines if line["logger"] == "gunicorn.access"]
     by_id = {line["request_id"]: line for line in access}
@@ -96,14 +94,18 @@ def test_the_relay_job_lines_carry_the_request_id_of_the_order_that_caused_them(
     (worker,) = relay.start_workers(1)
     seller = login_client(app, "vendedor1")
     html = seller.get("/orders/new").get_data(as_text=True)
-    response = seller.post("/orders/new", data=form_data(html, "Corralón del Sur", [("TOR-010", 1)]),
-                           headers={"X-Request-ID": "probe-order-1"})
+    response = seller.post(
+        "/orders/new", data=form_data(html, "Corralón del Sur", [("TOR-010", 1)]), headers={"X-Request-ID": "probe-order-1"}
+    )
     assert response.status_code == 303
     with db.reading() as conn:
         ids = [r["id"] for r in conn.execute("SELECT id FROM outbox_event").fetchall()]
-    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()),
-               message="the worker did not deliver the order's events")
-    relay_lines = [json.loads(line) for line in relay.log(worker).splitlines()
-                   if line.startswith("{") and '"nexo.outbox.relay"' in line]
+    wait_until(
+        lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()),
+        message="the worker did not deliver the order's events",
+    )
+    relay_lines = [
+        json.loads(line) for line in relay.log(worker).splitlines() if line.startswith("{") and '"nexo.outbox.relay"' in line
+    ]
     delivered = [line for line in relay_lines if "ENTREGADO" in line["msg"]]
     assert len(delivered) == 2 and {line["request_id"] for line in delivered} == {"probe-order-1"}

@@ -33,7 +33,7 @@ from tests.stack_run import RunningStack, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.no_db, pytest.mark.timeout(180)]
 
-ORDERS: list[str] = []          # every order this module created; all must end delivered exactly once
+ORDERS: list[str] = []  # every order this module created; all must end delivered exactly once
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,9 @@ def seller(stack):
 def place_order(stack, seller) -> str:
     """One small order through the real form; 303 means it committed."""
     page = seller.get(stack.url + "/orders/new", timeout=10).text
-    response = seller.post(stack.url + "/orders/new", data=form_data(page, "Corralón del Sur", [("TOR-010", 1)]),
-                           allow_redirects=False, timeout=15)
+    response = seller.post(
+        stack.url + "/orders/new", data=form_data(page, "Corralón del Sur", [("TOR-010", 1)]), allow_redirects=False, timeout=15
+    )
     assert response.status_code == 303, response.text[:500]
     order_id = order_id_from(response.headers["Location"])
     ORDERS.append(order_id)
@@ -63,8 +64,9 @@ def place_order(stack, seller) -> str:
 
 
 def event_of(stack, order_id: str, destination: str) -> dict:
-    [row] = stack.query("SELECT id, status FROM outbox_event WHERE aggregate_id = %s AND destination = %s",
-                        [order_id, destination])
+    [row] = stack.query(
+        "SELECT id, status FROM outbox_event WHERE aggregate_id = %s AND destination = %s", [order_id, destination]
+    )
     return row
 
 
@@ -72,13 +74,16 @@ def all_delivered(stack, order_ids, timeout_s: float = 40) -> None:
     def delivered():
         rows = stack.query("SELECT status FROM outbox_event WHERE aggregate_id = ANY(%s::uuid[])", [order_ids])
         return len(rows) == 2 * len(order_ids) and all(r["status"] == "ENTREGADO" for r in rows)
+
     wait_for(delivered, timeout_s, f"every event of {len(order_ids)} order(s) ENTREGADO")
 
 
 def claimer_pid(stack, event_id) -> int | None:
     """The pid of the process holding the event's open delivery attempt (worker@host:pid)."""
-    rows = stack.query("SELECT worker FROM delivery_attempt WHERE event_id = %s AND finished_at IS NULL"
-                       " ORDER BY attempt_no DESC LIMIT 1", [event_id])
+    rows = stack.query(
+        "SELECT worker FROM delivery_attempt WHERE event_id = %s AND finished_at IS NULL ORDER BY attempt_no DESC LIMIT 1",
+        [event_id],
+    )
     return int(rows[0]["worker"].rsplit(":", 1)[1]) if rows and rows[0]["worker"].startswith("worker@") else None
 
 
@@ -92,16 +97,19 @@ def kill_worker_mid_delivery(stack, seller, mode: str, applied_before_kill: bool
     event_id = event_of(stack, order_id, "fiscal")["id"]
     pid = wait_for(lambda: claimer_pid(stack, event_id), 10, "a relay worker is delivering the fiscal event", 0.05)
     if applied_before_kill:
-        wait_for(lambda: requests.get(f"{stack.fiscal}/invoices/{event_id}", timeout=2).status_code == 200, 5,
-                 "the fiscal fake applied the effect", 0.05)
+        wait_for(
+            lambda: requests.get(f"{stack.fiscal}/invoices/{event_id}", timeout=2).status_code == 200,
+            5,
+            "the fiscal fake applied the effect",
+            0.05,
+        )
     program = worker_program(stack, pid)
     stack.kill(pid)
     assert claimer_pid(stack, event_id) == pid, "the attempt had ended before the kill: not mid-delivery"
-    assert requests.get(f"{stack.fiscal}/invoices/{event_id}", timeout=2).status_code == (
-        200 if applied_before_kill else 404)
+    assert requests.get(f"{stack.fiscal}/invoices/{event_id}", timeout=2).status_code == (200 if applied_before_kill else 404)
     assert stack.wait_restarted(program, pid) != pid
     assert stack.health() == 200
-    all_delivered(stack, [order_id])           # the lease expires, the sweeper or a worker delivers again
+    all_delivered(stack, [order_id])  # the lease expires, the sweeper or a worker delivers again
 
 
 def test_relay_worker_killed_after_the_destination_applied_the_effect(stack, seller):
@@ -144,8 +152,9 @@ def test_gunicorn_worker_killed_is_replaced_by_the_master(stack, seller):
     master = stack.pid("web")
     [victim, *_] = gunicorn_workers(master)
     stack.kill(victim)
-    wait_for(lambda: len(gunicorn_workers(master)) == 2 and victim not in gunicorn_workers(master), 20,
-             "gunicorn started a new worker")
+    wait_for(
+        lambda: len(gunicorn_workers(master)) == 2 and victim not in gunicorn_workers(master), 20, "gunicorn started a new worker"
+    )
     assert stack.pid("web") == master
     wait_for(lambda: stack.health() == 200, 10, "/health 200")
     all_delivered(stack, [place_order(stack, seller)])
@@ -156,7 +165,7 @@ def test_gunicorn_master_killed_is_restarted(stack, seller):
     stack.kill(master)
     stack.wait_restarted("web", master)
     wait_for(lambda: stack.health() == 200, 15, "/health 200 after the web server's restart")
-    all_delivered(stack, [place_order(stack, seller)])     # the session cookie still works: same SECRET_KEY
+    all_delivered(stack, [place_order(stack, seller)])  # the session cookie still works: same SECRET_KEY
 
 
 def test_redis_stopped_20_s_orders_still_commit_and_are_delivered_after(stack, seller):
@@ -170,9 +179,28 @@ def test_redis_stopped_20_s_orders_still_commit_and_are_delivered_after(stack, s
     while time.monotonic() - started < 20:
         during.append(place_order(stack, seller))
         time.sleep(4)
-    subprocess.run([redis_server, "--port", port, "--bind", "127.0.0.1", "--dir", str(redis_dir), "--daemonize", "yes",
-                    "--pidfile", str(redis_dir / "redis.pid"), "--logfile", str(redis_dir / "redis.log"),
-                    "--appendonly", "yes", "--save", "60 1"], check=True)
+    subprocess.run(
+        [
+            redis_server,
+            "--port",
+            port,
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(redis_dir),
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(redis_dir / "redis.pid"),
+            "--logfile",
+            str(redis_dir / "redis.log"),
+            "--appendonly",
+            "yes",
+            "--save",
+            "60 1",
+        ],
+        check=True,
+    )
     wait_for(lambda: stack.health() == 200, 15, "/health 200 once Redis is back")
     all_delivered(stack, during, timeout_s=40)
     all_delivered(stack, [place_order(stack, seller)])
@@ -181,8 +209,12 @@ def test_redis_stopped_20_s_orders_still_commit_and_are_delivered_after(stack, s
 def test_every_event_of_the_module_was_delivered_exactly_once(stack):
     all_delivered(stack, ORDERS)
     for destination, url in (("fiscal", stack.fiscal), ("warehouse", stack.warehouse)):
-        ours = {str(r["id"]) for r in stack.query(
-            "SELECT id FROM outbox_event WHERE aggregate_id = ANY(%s::uuid[]) AND destination = %s", [ORDERS, destination])}
+        ours = {
+            str(r["id"])
+            for r in stack.query(
+                "SELECT id FROM outbox_event WHERE aggregate_id = ANY(%s::uuid[]) AND destination = %s", [ORDERS, destination]
+            )
+        }
         keys = [e["key"] for e in requests.get(url + "/__sandbox/effects", timeout=10).json()]
         assert sorted(keys) == sorted(ours), f"{destination}: one effect per event, none missing, none extra"
 
@@ -198,29 +230,35 @@ def test_restarts_are_shown_on_ops_and_exported_on_metrics(stack):
         match = re.search(rf'nexo_process_restarts_last_24h{{host="[^"]+",program="{re.escape(program)}"}} (\S+)', metrics)
         assert match and float(match.group(1)) >= 1, program
     assert re.search(r'nexo_process_state{host="[^"]+",program="sweeper",state="RUNNING"} 1', metrics)
-    assert sum(float(m) for m in re.findall(r'nexo_process_restarts_last_24h{host="[^"]+",program="worker_\d"} (\S+)',
-                                            metrics)) >= 2
+    assert (
+        sum(float(m) for m in re.findall(r'nexo_process_restarts_last_24h{host="[^"]+",program="worker_\d"} (\S+)', metrics)) >= 2
+    )
 
 
 def test_a_closed_terminal_lets_the_attempt_in_flight_finish_then_stops_everything_within_15_s(stack, seller):
-    assert stack.leftovers()                  # sanity: the scan does see the running stack
+    assert stack.leftovers()  # sanity: the scan does see the running stack
     # The fiscal fake answers after 6.3 s: within the 7 s delivery timeout, so the attempt in flight
     # must end ENTREGADO, not be SIGKILLed mid-flight by the stop (an attempt spent, review item 3).
-    requests.post(stack.fiscal + "/__sandbox/mode", json={"mode": "timeout_after", "times": 1, "delay_s": 6.3},
-                  timeout=5)
+    requests.post(stack.fiscal + "/__sandbox/mode", json={"mode": "timeout_after", "times": 1, "delay_s": 6.3}, timeout=5)
     order_id = place_order(stack, seller)
     event_id = event_of(stack, order_id, "fiscal")["id"]
-    wait_for(lambda: stack.query("SELECT 1 FROM delivery_attempt WHERE event_id = %s AND finished_at IS NULL",
-                                 [event_id]), 10, "the fiscal event's attempt is in flight", 0.05)
+    wait_for(
+        lambda: stack.query("SELECT 1 FROM delivery_attempt WHERE event_id = %s AND finished_at IS NULL", [event_id]),
+        10,
+        "the fiscal event's attempt is in flight",
+        0.05,
+    )
     started = time.monotonic()
     # What a closed terminal or a dropped ssh session sends (review item 5): before, make run died at
     # once, supervisord reloaded, and every program plus Postgres and Redis were left running.
     os.killpg(stack.proc.pid, signal.SIGHUP)
     outcomes: list[str | None] = []
     while stack.proc.poll() is None and time.monotonic() - started < 20:
-        with contextlib.suppress(psycopg.Error):          # the embedded Postgres stops last
-            outcomes = [r["outcome"] for r in stack.query(
-                "SELECT outcome FROM delivery_attempt WHERE event_id = %s ORDER BY attempt_no", [event_id])]
+        with contextlib.suppress(psycopg.Error):  # the embedded Postgres stops last
+            outcomes = [
+                r["outcome"]
+                for r in stack.query("SELECT outcome FROM delivery_attempt WHERE event_id = %s ORDER BY attempt_no", [event_id])
+            ]
         time.sleep(0.1)
     code = stack.proc.wait(timeout=20)
     took = time.monotonic() - started

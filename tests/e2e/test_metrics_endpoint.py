@@ -16,8 +16,7 @@ from tests.ops_helpers import make_event, make_order, prometheus_values
 
 @pytest.fixture
 def token_app(settings):
-    app = create_app(dataclasses.replace(settings, metrics_token="scrape-" + secrets.token_hex(8)),
-                     test_config={"TESTING": True})
+    app = create_app(dataclasses.replace(settings, metrics_token="scrape-" + secrets.token_hex(8)), test_config={"TESTING": True})
     yield app
     app.extensions["nexo.db"].close()
 
@@ -32,8 +31,12 @@ def test_metrics_needs_no_login_and_speaks_prometheus_text(client):
 
 
 def test_metrics_holds_counts_and_no_business_data(db, client):
-    make_event(db, make_order(db, client="Obras Rápidas SRL"), destination="fiscal",
-               last_error="cliente Obras Rápidas SRL, CUIT 30-12345678-9, COR-118")
+    make_event(
+        db,
+        make_order(db, client="Obras Rápidas SRL"),
+        destination="fiscal",
+        last_error="cliente Obras Rápidas SRL, CUIT 30-12345678-9, COR-118",
+    )
     body = client.get("/metrics").get_data(as_text=True)
     assert prometheus_values(body)[("nexo_outbox_pending_events", 'destination="fiscal"')] == 1
     for secret in ("Obras Rápidas", "CUIT", "COR-118", "vendedor1", "marta"):
@@ -46,7 +49,7 @@ def test_metrics_token_is_required_when_set(token_app, caplog):
     client = token_app.test_client()
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert client.get("/metrics", headers={"Authorization": token}).status_code == 401     # scheme required
+    assert client.get("/metrics", headers={"Authorization": token}).status_code == 401  # scheme required
     refused = client.get("/metrics", headers={"Authorization": f"Bearer {token}x"})
     assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
     assert "nexo_" not in refused.get_data(as_text=True)
@@ -74,8 +77,12 @@ def test_every_gunicorn_worker_reports_what_every_process_observed(live_server, 
     metrics.observe_order_transaction(0.042, label)
     metrics.observe_order_transaction(0.084, label)
     answers = set()
-    for _ in range(8):                 # two workers: several scrapes reach both
+    for _ in range(8):  # two workers: several scrapes reach both
         values = prometheus_values(requests.get(live_server + "/metrics", timeout=10).text)
-        answers.add((values[("nexo_order_transaction_seconds_count", f'outcome="{label}"')],
-                     round(values[("nexo_order_transaction_seconds_sum", f'outcome="{label}"')], 6)))
+        answers.add(
+            (
+                values[("nexo_order_transaction_seconds_count", f'outcome="{label}"')],
+                round(values[("nexo_order_transaction_seconds_sum", f'outcome="{label}"')], 6),
+            )
+        )
     assert answers == {(2.0, 0.126)}

@@ -66,7 +66,7 @@ def test_a_stuck_pending_event_shows_its_age_and_count_per_destination(db, marta
 
 def test_the_pending_age_chart_is_rebuilt_from_the_outbox(db, marta):
     html = marta.get("/ops").get_data(as_text=True)
-    assert "Depósito (entregas), ahora: 0 s" in _chart(html, "pending-age")      # nothing pending: age 0
+    assert "Depósito (entregas), ahora: 0 s" in _chart(html, "pending-age")  # nothing pending: age 0
     make_event(db, make_order(db), destination="warehouse", age="3 hours")
     chart = _chart(marta.get("/ops").get_data(as_text=True), "pending-age")
     assert "<polyline" in chart and "Depósito (entregas), ahora: 3 h 00 min" in chart
@@ -90,13 +90,18 @@ def test_a_request_id_reused_conflict_in_another_process_shows_on_both(marta, li
     assert page[("request_id_reused_last_hour", None)] == 0
     counter_before = prom.get(("nexo_request_id_reused_total", 'source="order_entry"'), 0)
 
-    seller = http_login(live_server, "vendedor1")                  # gunicorn: another process
+    seller = http_login(live_server, "vendedor1")  # gunicorn: another process
     html = seller.get(live_server + "/orders/new", timeout=10).text
-    first = seller.post(live_server + "/orders/new", data=form_data(html, "Corralón del Sur", [("TOR-010", 1)]),
-                        allow_redirects=False, timeout=10)
+    first = seller.post(
+        live_server + "/orders/new", data=form_data(html, "Corralón del Sur", [("TOR-010", 1)]), allow_redirects=False, timeout=10
+    )
     assert first.status_code == 303
-    reused = seller.post(live_server + "/orders/new", allow_redirects=False, timeout=10,
-                         data=form_data(html, "Corralón del Sur", [("TOR-010", 2)], request_id=request_id_of(html)))
+    reused = seller.post(
+        live_server + "/orders/new",
+        allow_redirects=False,
+        timeout=10,
+        data=form_data(html, "Corralón del Sur", [("TOR-010", 2)], request_id=request_id_of(html)),
+    )
     assert reused.status_code == 409
 
     page, prom = read(marta)
@@ -115,7 +120,7 @@ def test_a_pending_authorization_shows_the_order_and_its_soft_reservations(db, a
     # Ferretería Platino has 10,000.00 of room: 4 × 3,200.00 needs the credit officer (RN-01, RN-02).
     response = seller.post("/orders/new", data=form_data(html, "Ferretería Platino SA", [("COR-200", 4)]))
     assert response.status_code == 303
-    with db.transaction() as tx:      # as if it had been waiting since the morning
+    with db.transaction() as tx:  # as if it had been waiting since the morning
         tx.execute("UPDATE orders SET created_at = now() - interval '3 hours'")
         tx.execute("UPDATE stock_reservation SET created_at = now() - interval '3 hours'")
         tx.commit()
@@ -134,7 +139,7 @@ def test_order_transaction_durations_give_p50_and_p95(fresh_samples, marta):
     # windows, so this test follows its own outcome label; tests/integration/test_ops_queries.py checks
     # the window percentiles exactly on a private snapshot.
     label = "probe_" + secrets.token_hex(4)
-    for ms in range(10, 101, 10):                 # 10 ms … 100 ms, as order entry reports them
+    for ms in range(10, 101, 10):  # 10 ms … 100 ms, as order entry reports them
         metrics.observe_order_transaction(ms / 1000, label)
     recorder.flush()
 
@@ -157,8 +162,7 @@ def test_a_real_order_records_its_transaction_duration(fresh_samples, app, db, m
     assert seller.post("/orders/new", data=form_data(html, "Corralón del Sur", [("TOR-010", 3)])).status_code == 303
     recorder.flush()
     with db.reading() as conn:
-        rows = conn.execute("SELECT outcome, seconds FROM order_transaction_sample WHERE occurred_at >= %s",
-                            [started]).fetchall()
+        rows = conn.execute("SELECT outcome, seconds FROM order_transaction_sample WHERE occurred_at >= %s", [started]).fetchall()
     assert [r["outcome"] for r in rows] == ["confirmed"] and rows[0]["seconds"] > 0
     page, _ = read(marta)
     assert page[("order_transactions", "1h")] >= 1 and page[("order_transaction_p95_s", "1h")] > 0
@@ -191,4 +195,4 @@ def test_ops_page_shows_a_configured_outbox_retention(settings):
 
 def _chart(html: str, name: str) -> str:
     start = html.index(f'data-chart="{name}"')
-    return html[start:html.index("</figure>", start)]
+    return html[start : html.index("</figure>", start)]

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 def test_add_line_button_adds_a_row_and_the_order_goes_through(people, db):
     page = people.login("vendedor1")
-    refused = []     # a CSP refusal of our own script would show up here
+    refused = []  # a CSP refusal of our own script would show up here
     page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
     page.goto("/orders/new")
     assert page.locator("[data-line-row]").count() == 5
@@ -24,7 +24,7 @@ def test_add_line_button_adds_a_row_and_the_order_goes_through(people, db):
     assert page.locator("[data-line-row]").count() == 6
     page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
     page.select_option("select[name=deposit_id]", value="CEN")
-    page.fill("input[name=lines-5-sku]", "cab-045")          # the added row is a real form row
+    page.fill("input[name=lines-5-sku]", "cab-045")  # the added row is a real form row
     page.fill("input[name=lines-5-quantity]", "40")
     page.click("button[data-disable-on-submit]")
     page.wait_for_url(re.compile(r"/orders/[0-9a-f-]{36}$"))
@@ -33,8 +33,7 @@ def test_add_line_button_adds_a_row_and_the_order_goes_through(people, db):
     assert count(db, "SELECT count(*) FROM order_line WHERE sku = 'CAB-045' AND quantity = 40") == 1
 
 
-def test_back_without_back_forward_cache_keeps_the_request_id_and_confirming_again_replays(
-        people, browser_without_bfcache, db):
+def test_back_without_back_forward_cache_keeps_the_request_id_and_confirming_again_replays(people, browser_without_bfcache, db):
     # Without a back-forward cache, Back reloads /orders/new and the server hands out a new requestId;
     # static/orders.js puts back the one this history entry submitted (ADR-005).
     page = people.login("vendedor1", next_path="/orders/new", browser=browser_without_bfcache)
@@ -51,7 +50,7 @@ def test_back_without_back_forward_cache_keeps_the_request_id_and_confirming_aga
     page.go_back()
     page.wait_for_selector("[data-order-form]")
     assert page.locator("input[name=request_id]").input_value() == request_id
-    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")   # as typed before
+    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")  # as typed before
     page.select_option("select[name=deposit_id]", value="CEN")
     page.fill("input[name=lines-0-sku]", "CAB-045")
     page.fill("input[name=lines-0-quantity]", "40")

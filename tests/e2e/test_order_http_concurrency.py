@@ -40,7 +40,7 @@ def test_twenty_simultaneous_posts_of_one_form_make_one_order_and_all_answer_wit
 
 
 def test_thirty_salespeople_posting_for_the_last_cor118_one_wins_the_rest_get_insufficient_stock(live_server, db):
-    names = [f"Cliente HTTP {i:02d}" for i in range(30)]     # own clients: only the stock row is shared
+    names = [f"Cliente HTTP {i:02d}" for i in range(30)]  # own clients: only the stock row is shared
     with db.transaction() as tx:
         for name in names:
             tx.execute("INSERT INTO client (name, tier, credit_limit_cents) VALUES (%s, 'REGULAR', 1000000000)", [name])

@@ -26,6 +26,7 @@ def post_order(client, client_name="Corralón del Sur", lines=(("COR-200", 3),),
 
 # --- the form -------------------------------------------------------------------------------------
 
+
 def test_form_offers_clients_warehouses_five_rows_and_the_catalog_with_server_prices(client, auth):
     auth.login("vendedor1")
     html = open_form(client)
@@ -60,6 +61,7 @@ def test_people_without_orders_create_cannot_open_the_form(client, auth):
 
 
 # --- outcomes ---------------------------------------------------------------------------------------
+
 
 def test_new_order_redirects_303_to_the_order_page_showing_its_state(client, auth):
     auth.login("vendedor1")
@@ -118,7 +120,7 @@ def test_business_rejection_is_422_with_the_same_request_id_and_a_reason_per_lin
     page = response.get_data(as_text=True)
     assert request_id_of(page) == data["request_id"]
     assert re.findall(r'data-reason="(\w+)"', page) == ["price_source_unavailable", "invalid_sku"]
-    assert 'value="NOPE-1"' in page                      # the salesperson's lines are kept
+    assert 'value="NOPE-1"' in page  # the salesperson's lines are kept
     assert count(db, "SELECT count(*) FROM idempotency_keys") == 0
 
 
@@ -127,7 +129,9 @@ def test_insufficient_stock_is_422_and_the_same_form_succeeds_after_stock_arrive
     response, data = post_order(client, lines=[("COR-118", 2), ("CAB-045", 41), ("TOR-010", 1)])
     assert response.status_code == 422
     assert re.findall(r'data-reason="(\w+)" data-sku="([\w-]+)"', response.get_data(as_text=True)) == [
-        ("insufficient_stock", "COR-118"), ("insufficient_stock", "CAB-045")]
+        ("insufficient_stock", "COR-118"),
+        ("insufficient_stock", "CAB-045"),
+    ]
     with db.transaction() as tx:
         tx.execute("UPDATE stock_level SET on_hand = on_hand + 5 WHERE warehouse_id = 'CEN'")
         tx.commit()
@@ -188,6 +192,7 @@ def test_post_without_csrf_token_is_400(client, auth):
 
 # --- the order page ---------------------------------------------------------------------------------
 
+
 def _order_page(client, order_id):
     response = client.get(f"/orders/{order_id}")
     assert response.status_code == 200
@@ -207,16 +212,22 @@ def test_pending_order_page_says_it_is_not_confirmed_and_names_the_open_question
 
 def test_order_page_shows_lines_prices_total_reservations_and_delivery_details(client, auth, db):
     result = create_order(db, command(db, [("COR-200", 2), ("TOR-010", 10)], delivery_method="envío a obra"))
-    with db.transaction() as tx:    # what the relay and the dead-letter admin record (their code, our reading)
-        tx.execute("UPDATE orders SET invoice_number = 'A-0001-00000042', handoff_ticket = 'DEP-77' WHERE id = %s",
-                   [result.order_id])
-        tx.execute("UPDATE outbox_event SET status = 'FALLIDO', attempts = 8, last_error = 'HTTP 422 rechazado'"
-                   " WHERE aggregate_id = %s AND event_type = 'billing.intent_recorded'", [result.order_id])
-        tx.execute("INSERT INTO dead_letter (event_id, destination, status, attempts, error_signature, first_failed_at,"
-                   " last_failed_at, resolved_at, resolved_by, resolution_note)"
-                   " SELECT id, 'fiscal', 'discarded', 8, 'fiscal:422', now(), now(), now(), 'marta', 'factura manual'"
-                   " FROM outbox_event WHERE aggregate_id = %s AND event_type = 'billing.intent_recorded'",
-                   [result.order_id])
+    with db.transaction() as tx:  # what the relay and the dead-letter admin record (their code, our reading)
+        tx.execute(
+            "UPDATE orders SET invoice_number = 'A-0001-00000042', handoff_ticket = 'DEP-77' WHERE id = %s", [result.order_id]
+        )
+        tx.execute(
+            "UPDATE outbox_event SET status = 'FALLIDO', attempts = 8, last_error = 'HTTP 422 rechazado'"
+            " WHERE aggregate_id = %s AND event_type = 'billing.intent_recorded'",
+            [result.order_id],
+        )
+        tx.execute(
+            "INSERT INTO dead_letter (event_id, destination, status, attempts, error_signature, first_failed_at,"
+            " last_failed_at, resolved_at, resolved_by, resolution_note)"
+            " SELECT id, 'fiscal', 'discarded', 8, 'fiscal:422', now(), now(), now(), 'marta', 'factura manual'"
+            " FROM outbox_event WHERE aggregate_id = %s AND event_type = 'billing.intent_recorded'",
+            [result.order_id],
+        )
         tx.commit()
     auth.login("vendedor1")
     page = _order_page(client, result.order_id)
@@ -231,10 +242,15 @@ def test_order_page_shows_lines_prices_total_reservations_and_delivery_details(c
 def test_order_page_shows_the_credit_decision(client, auth, db):
     result = create_order(db, command(db, [("COR-118", 1)], client="Ferretería Platino SA"))
     with db.transaction() as tx:
-        tx.execute("UPDATE orders SET status = 'CONFIRMADO', decided_at = now(), decision_note = 'cliente de siempre',"
-                   " decided_by = (SELECT id FROM app_user WHERE username = 'laura') WHERE id = %s", [result.order_id])
-        tx.execute("INSERT INTO audit_log (actor, action, object_type, object_id) VALUES ('laura', 'credit.approved',"
-                   " 'order', %s)", [str(result.order_id)])
+        tx.execute(
+            "UPDATE orders SET status = 'CONFIRMADO', decided_at = now(), decision_note = 'cliente de siempre',"
+            " decided_by = (SELECT id FROM app_user WHERE username = 'laura') WHERE id = %s",
+            [result.order_id],
+        )
+        tx.execute(
+            "INSERT INTO audit_log (actor, action, object_type, object_id) VALUES ('laura', 'credit.approved', 'order', %s)",
+            [str(result.order_id)],
+        )
         tx.commit()
     auth.login("vendedor1")
     page = _order_page(client, result.order_id)
@@ -242,8 +258,9 @@ def test_order_page_shows_the_credit_decision(client, auth, db):
     assert 'data-audit-action="credit.approved"' in page
 
 
-@pytest.mark.parametrize("user, status", [("vendedor1", 200), ("laura", 200), ("marta", 200),
-                                          ("vendedor2", 404), ("sergio", 404)])
+@pytest.mark.parametrize(
+    "user, status", [("vendedor1", 200), ("laura", 200), ("marta", 200), ("vendedor2", 404), ("sergio", 404)]
+)
 def test_order_page_is_for_its_salesperson_credit_and_admins_only(client, auth, db, user, status):
     result = create_order(db, command(db, [("COR-200", 1)], salesperson="vendedor1"))
     auth.login(user)

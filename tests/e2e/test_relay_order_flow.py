@@ -20,13 +20,13 @@ def events_of(db, order_id):
         return conn.execute("SELECT * FROM outbox_event WHERE aggregate_id = %s", [order_id]).fetchall()
 
 
-def test_confirmed_order_is_billed_and_handed_off_once_with_the_request_id_in_the_worker_log(
-        app, client, auth, db, fakes, relay):
+def test_confirmed_order_is_billed_and_handed_off_once_with_the_request_id_in_the_worker_log(app, client, auth, db, fakes, relay):
     [worker] = relay.start_workers(1)
     auth.login("vendedor1")
     html = client.get("/orders/new").get_data(as_text=True)
-    response = client.post("/orders/new", data=form_data(html, "Corralón del Sur", [("COR-200", 2)]),
-                           headers={"X-Request-ID": "pedido-1040-manana"})
+    response = client.post(
+        "/orders/new", data=form_data(html, "Corralón del Sur", [("COR-200", 2)]), headers={"X-Request-ID": "pedido-1040-manana"}
+    )
     assert response.status_code == 303
     order_id = order_id_from(response.headers["Location"])
     request_id = response.headers["X-Request-ID"]
@@ -36,13 +36,15 @@ def test_confirmed_order_is_billed_and_handed_off_once_with_the_request_id_in_th
     def both_delivered():
         rows = events_of(db, order_id)
         return len(rows) == 2 and all(r["status"] == "ENTREGADO" for r in rows) and rows
+
     events = wait_until(both_delivered, timeout=30, message="both events ENTREGADO")
     by_dest = {e["destination"]: str(e["id"]) for e in events}
     assert [e["key"] for e in fakes.effects("fiscal")] == [by_dest["fiscal"]]
     assert [e["key"] for e in fakes.effects("warehouse")] == [by_dest["warehouse"]]
     with db.reading() as conn:
-        order = conn.execute("SELECT billing_status, invoice_number, handoff_ticket FROM orders WHERE id = %s",
-                             [order_id]).fetchone()
+        order = conn.execute(
+            "SELECT billing_status, invoice_number, handoff_ticket FROM orders WHERE id = %s", [order_id]
+        ).fetchone()
     assert order["billing_status"] == "FACTURADO" and order["invoice_number"] and order["handoff_ticket"]
 
     page = client.get(f"/orders/{order_id}").get_data(as_text=True)
@@ -50,15 +52,14 @@ def test_confirmed_order_is_billed_and_handed_off_once_with_the_request_id_in_th
 
     def logged_with_request_id():
         lines = [json.loads(line) for line in relay.log(worker).splitlines() if line.startswith("{")]
-        return [entry for entry in lines if entry.get("logger") == "nexo.outbox.relay"
-                and entry["request_id"] == request_id]
+        return [entry for entry in lines if entry.get("logger") == "nexo.outbox.relay" and entry["request_id"] == request_id]
+
     assert len(wait_until(logged_with_request_id, timeout=10)) == 2
 
 
 @pytest.mark.parametrize("process", ["jobs.worker", "jobs.sweeper"])
 def test_an_inconsistent_cadence_stops_start_up_with_a_clear_message(process):
     env = {**os.environ, **RELAY_TEST_ENV, "RELAY_LEASE_S": "2", "RELAY_JOB_TIMEOUT_S": "5"}
-    done = subprocess.run([sys.executable, "-m", process], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-m", process], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "RELAY_LEASE_S (2.0) must be greater than RELAY_JOB_TIMEOUT_S (5.0)" in done.stderr

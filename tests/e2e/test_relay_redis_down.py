@@ -14,9 +14,12 @@ pytestmark = pytest.mark.slow
 
 def events_of(db, order_id):
     with db.reading() as conn:
-        return conn.execute("SELECT e.id, e.status, array_agg(a.worker ORDER BY a.id) AS workers"
-                            " FROM outbox_event e LEFT JOIN delivery_attempt a ON a.event_id = e.id"
-                            " WHERE e.aggregate_id = %s GROUP BY e.id, e.status", [order_id]).fetchall()
+        return conn.execute(
+            "SELECT e.id, e.status, array_agg(a.worker ORDER BY a.id) AS workers"
+            " FROM outbox_event e LEFT JOIN delivery_attempt a ON a.event_id = e.id"
+            " WHERE e.aggregate_id = %s GROUP BY e.id, e.status",
+            [order_id],
+        ).fetchall()
 
 
 def all_delivered(db, order_id):
@@ -39,8 +42,7 @@ def app_on_private_redis(private_redis, monkeypatch):
     application.extensions["nexo.db"].close()
 
 
-def test_orders_commit_while_redis_is_down_and_every_event_is_delivered(db, fakes, relay, private_redis,
-                                                                        app_on_private_redis):
+def test_orders_commit_while_redis_is_down_and_every_event_is_delivered(db, fakes, relay, private_redis, app_on_private_redis):
     client = app_on_private_redis.test_client()
     token = csrf_token(client.get("/login").get_data(as_text=True))
     client.post("/login", data={"username": "vendedor1", "password": DEMO_PASSWORD, "csrf_token": token})
@@ -51,7 +53,7 @@ def test_orders_commit_while_redis_is_down_and_every_event_is_delivered(db, fake
     wait_until(lambda: all_delivered(db, before), timeout=30, message="delivered with Redis up")
 
     private_redis.stop()
-    during = [place_order(client) for _ in range(3)]           # 303 each: no 500 without Redis
+    during = [place_order(client) for _ in range(3)]  # 303 each: no 500 without Redis
     for order_id in during:
         assert client.get(f"/orders/{order_id}").status_code == 200
     # The sweeper cannot enqueue wake-ups, so it delivers by itself: losing Redis only delays events.
@@ -59,7 +61,7 @@ def test_orders_commit_while_redis_is_down_and_every_event_is_delivered(db, fake
         rows = wait_until(lambda o=order_id: all_delivered(db, o), timeout=60, message="delivered without Redis")
         assert all(w.startswith("sweeper@") for r in rows for w in r["workers"])
 
-    private_redis.start()                                       # empty: every queued wake-up was lost
+    private_redis.start()  # empty: every queued wake-up was lost
     after = place_order(client)
     rows = wait_until(lambda: all_delivered(db, after), timeout=30, message="delivered after Redis returned")
     assert any(w.startswith("worker@") for r in rows for w in r["workers"])

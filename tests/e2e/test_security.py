@@ -45,6 +45,7 @@ def _session_cookie(response) -> str:
 
 # --- headers -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ["/login", "/health", "/static/nexo.css", "/metrics", "/no/such/page"])
 def test_every_response_carries_the_security_headers(client, path):
     headers = client.get(path).headers
@@ -56,7 +57,7 @@ def test_every_response_carries_the_security_headers(client, path):
     assert headers["X-Content-Type-Options"] == "nosniff"
     assert headers["Referrer-Policy"] == "same-origin"
     assert headers["X-Frame-Options"] == "DENY"
-    assert "Strict-Transport-Security" not in headers              # plain HTTP: HSTS would be meaningless
+    assert "Strict-Transport-Security" not in headers  # plain HTTP: HSTS would be meaningless
 
 
 def test_hsts_is_sent_over_https(client):
@@ -75,6 +76,7 @@ def test_no_template_has_inline_script_style_or_event_handler():
 
 
 # --- cookies -------------------------------------------------------------------------------------
+
 
 def test_session_cookie_is_httponly_and_lax_and_not_secure_over_plain_http(client):
     cookie = _session_cookie(_login(client, "laura"))
@@ -103,13 +105,14 @@ def test_cookie_secure_always_marks_it_secure_even_over_http(monkeypatch, apps):
 
 # --- login rate limits (in one process; tests/e2e/test_security_processes.py does two) -----------
 
+
 def test_five_failed_logins_for_one_username_then_429_even_with_the_right_password(client):
     for _ in range(5):
         assert _login(client, "vendedor2", "wrong-password").status_code == 401
     refused = _login(client, "vendedor2")
     assert refused.status_code == 429
     assert "Demasiados intentos" in refused.get_data(as_text=True) and int(refused.headers["Retry-After"]) > 0
-    assert _login(client, "laura").status_code == 302                # another username is not locked
+    assert _login(client, "laura").status_code == 302  # another username is not locked
 
 
 def test_successful_logins_do_not_count(app):
@@ -131,7 +134,7 @@ def test_login_keeps_working_when_redis_is_down(monkeypatch, apps, caplog):
     caplog.set_level(logging.INFO)
     apps.append(app := _new_app(monkeypatch, env={"REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}))
     client = app.test_client()
-    for _ in range(7):                                                  # past the limit: it is not enforced
+    for _ in range(7):  # past the limit: it is not enforced
         assert _login(client, "vendedor2", "wrong-password").status_code == 401
     assert _login(client, "vendedor2").status_code == 302
     assert any(r.name == "flask-limiter" and r.levelno >= logging.ERROR for r in caplog.records)
@@ -147,8 +150,9 @@ def test_bad_security_settings_stop_start_up(monkeypatch):
 
 # --- errors and escaping ---------------------------------------------------------------------------
 
+
 def test_a_forced_error_shows_a_spanish_page_without_traceback(apps, caplog):
-    app = create_app()                     # not TESTING: exactly as production handles errors
+    app = create_app()  # not TESTING: exactly as production handles errors
     apps.append(app)
     probe = Blueprint("probe_error", __name__)
 

@@ -20,7 +20,7 @@ def two_servers(tmp_path_factory):
 
 def test_failed_logins_for_one_username_are_counted_across_two_processes(two_servers):
     a, b = two_servers
-    for attempt in range(5):                         # the default: 5 failed attempts per username
+    for attempt in range(5):  # the default: 5 failed attempts per username
         assert post_login((a, b)[attempt % 2], "vendedor1", "wrong-password").status_code == 401
     for server in (a, b):
         refused = post_login(server, "vendedor1", "nexo-demo")
@@ -30,7 +30,7 @@ def test_failed_logins_for_one_username_are_counted_across_two_processes(two_ser
 
 def test_failed_logins_from_one_address_are_counted_across_two_processes(two_servers):
     a, b = two_servers
-    for attempt in range(20):                        # the default: 20 failed attempts per client address
+    for attempt in range(20):  # the default: 20 failed attempts per client address
         assert post_login((a, b)[attempt % 2], f"nadie{attempt}", "wrong").status_code == 401
     assert post_login(a, "nadie-mas", "wrong").status_code == 429
     assert post_login(b, "laura", "nexo-demo").status_code == 429

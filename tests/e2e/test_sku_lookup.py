@@ -11,11 +11,14 @@ CATALOG_ROW = re.compile(r'<tr data-catalog-sku="([^"]+)">')
 
 def _add_products(db, count: int) -> None:
     with db.transaction() as tx:
-        tx.execute("""
+        tx.execute(
+            """
             WITH p AS (INSERT INTO product (sku, name)
                        SELECT 'LOT-' || lpad(n::text, 5, '0'), 'Lote de prueba ' || n FROM generate_series(1, %s) AS n
                        RETURNING id)
-            INSERT INTO stock_level (product_id, warehouse_id, on_hand) SELECT id, 'CEN', 5 FROM p""", [count])
+            INSERT INTO stock_level (product_id, warehouse_id, on_hand) SELECT id, 'CEN', 5 FROM p""",
+            [count],
+        )
         tx.commit()
 
 
@@ -36,10 +39,10 @@ def test_lookup_is_paginated_without_javascript(client, auth, db):
     auth.login("vendedor1")
     first = client.get("/orders/skus?q=lot").get_data(as_text=True)
     assert CATALOG_ROW.findall(first) == [f"LOT-{n:05d}" for n in range(1, 21)]
-    assert 'data-page-next' in first and 'data-page-previous' not in first
+    assert "data-page-next" in first and "data-page-previous" not in first
     third = client.get("/orders/skus?q=lot&page=3").get_data(as_text=True)
     assert CATALOG_ROW.findall(third) == [f"LOT-{n:05d}" for n in range(41, 46)]
-    assert 'data-page-next' not in third and 'data-page-previous' in third
+    assert "data-page-next" not in third and "data-page-previous" in third
 
 
 def test_lookup_needs_the_order_permission(client, auth):
@@ -56,7 +59,7 @@ def test_form_and_its_422_stay_small_with_a_big_catalog(client, auth, db):
     response = client.post("/orders/new", data=form_data(html, "Corralón del Sur", [("COR-118", 5), ("LOT-00007", 1)]))
     assert response.status_code == 422
     page = response.get_data(as_text=True)
-    assert CATALOG_ROW.findall(page) == ["COR-118", "LOT-00007"]      # the lines typed, now
+    assert CATALOG_ROW.findall(page) == ["COR-118", "LOT-00007"]  # the lines typed, now
     assert len(page) < 30_000
 
 

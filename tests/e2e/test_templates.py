@@ -13,7 +13,7 @@ OLD_NAMES = re.compile(r"\|\s*(ars|ops_duration)\b|(?<![\w.|])(ars|money|moment|
 def test_every_template_compiles_with_the_registered_filters(app):
     names = [p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.rglob("*.html")]
     for name in names:
-        app.jinja_env.get_template(name)      # an unknown filter fails here, at compile time
+        app.jinja_env.get_template(name)  # an unknown filter fails here, at compile time
     assert {"money", "local_time", "duration"} <= set(app.jinja_env.filters)
 
 

@@ -19,12 +19,25 @@ def user_id(db, username: str) -> int:
         return conn.execute("SELECT id FROM app_user WHERE username = %s", [username]).fetchone()["id"]
 
 
-def command(db, lines, *, client: str = "Corralón del Sur", warehouse: str = "CEN", request_id=None,
-            salesperson: str = "vendedor1", delivery_method: str | None = None) -> CreateOrder:
+def command(
+    db,
+    lines,
+    *,
+    client: str = "Corralón del Sur",
+    warehouse: str = "CEN",
+    request_id=None,
+    salesperson: str = "vendedor1",
+    delivery_method: str | None = None,
+) -> CreateOrder:
     """A CreateOrder for demo data; lines as [(sku, quantity), ...]."""
-    return CreateOrder(request_id=request_id or uuid.uuid4(), client_id=client_id(db, client), warehouse_id=warehouse,
-                       lines=tuple(OrderLineRequest(sku, qty) for sku, qty in lines),
-                       salesperson_id=user_id(db, salesperson), delivery_method=delivery_method)
+    return CreateOrder(
+        request_id=request_id or uuid.uuid4(),
+        client_id=client_id(db, client),
+        warehouse_id=warehouse,
+        lines=tuple(OrderLineRequest(sku, qty) for sku, qty in lines),
+        salesperson_id=user_id(db, salesperson),
+        delivery_method=delivery_method,
+    )
 
 
 def count(db, sql: str, params=None) -> int:
@@ -38,7 +51,9 @@ def stock(db, sku: str, warehouse: str = "CEN") -> dict:
     with db.reading() as conn:
         return conn.execute(
             "SELECT s.on_hand, s.reserved FROM stock_level s JOIN product p ON p.id = s.product_id"
-            " WHERE p.sku = %s AND s.warehouse_id = %s", [sku, warehouse]).fetchone()
+            " WHERE p.sku = %s AND s.warehouse_id = %s",
+            [sku, warehouse],
+        ).fetchone()
 
 
 def exposure(db, name: str) -> int:

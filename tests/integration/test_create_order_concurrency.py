@@ -23,7 +23,7 @@ def run_together(db, commands):
 
     with ThreadPoolExecutor(max_workers=len(commands)) as pool:
         futures = [pool.submit(call, cmd) for cmd in commands]
-        return [f.result() for f in futures]     # re-raises any exception (deadlock, check violation, ...)
+        return [f.result() for f in futures]  # re-raises any exception (deadlock, check violation, ...)
 
 
 def add_clients(db, n: int, limit_cents: int = 1_000_000_000) -> list[str]:
@@ -31,8 +31,7 @@ def add_clients(db, n: int, limit_cents: int = 1_000_000_000) -> list[str]:
     names = [f"Cliente de prueba {i:02d}" for i in range(n)]
     with db.transaction() as tx:
         for name in names:
-            tx.execute("INSERT INTO client (name, tier, credit_limit_cents) VALUES (%s, 'REGULAR', %s)",
-                       [name, limit_cents])
+            tx.execute("INSERT INTO client (name, tier, credit_limit_cents) VALUES (%s, 'REGULAR', %s)", [name, limit_cents])
         tx.commit()
     return names
 
@@ -42,8 +41,10 @@ def wait_until_blocked_on_a_lock(db, query_fragment: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with db.reading() as conn:
-            if conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                            " AND query LIKE %s", [f"%{query_fragment}%"]).fetchone()["n"]:
+            if conn.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                [f"%{query_fragment}%"],
+            ).fetchone()["n"]:
                 return
         time.sleep(0.01)
     raise AssertionError(f"no backend ever waited on a lock while running {query_fragment!r}")
@@ -67,9 +68,17 @@ def _hold_claim_in_open_transaction(db, cmd, *, with_order: bool):
     order_id = None
     if with_order:
         order_id = uuid.uuid4()
-        repository.insert_order(tx.conn, order_id=order_id, client_id=cmd.client_id, warehouse_id="CEN",
-                                salesperson_id=cmd.salesperson_id, status="CONFIRMADO", total_cents=0,
-                                billing_status="NO_APLICA", delivery_method=None)
+        repository.insert_order(
+            tx.conn,
+            order_id=order_id,
+            client_id=cmd.client_id,
+            warehouse_id="CEN",
+            salesperson_id=cmd.salesperson_id,
+            status="CONFIRMADO",
+            total_cents=0,
+            billing_status="NO_APLICA",
+            delivery_method=None,
+        )
         repository.link_request_to_order(tx.conn, cmd.request_id, order_id)
     return ctx, tx, order_id
 
@@ -80,7 +89,7 @@ def test_second_request_with_the_same_key_waits_for_the_first_and_returns_its_or
     with ThreadPoolExecutor(max_workers=1) as pool:
         second = pool.submit(create_order, db, cmd)
         wait_until_blocked_on_a_lock(db, "INSERT INTO idempotency_keys")
-        assert not second.done()             # it waits on the key row instead of failing or creating
+        assert not second.done()  # it waits on the key row instead of failing or creating
         tx.commit()
         ctx.__exit__(None, None, None)
         result = second.result()
@@ -94,14 +103,14 @@ def test_second_request_is_evaluated_afresh_when_the_first_rolls_back(db):
     with ThreadPoolExecutor(max_workers=1) as pool:
         second = pool.submit(create_order, db, cmd)
         wait_until_blocked_on_a_lock(db, "INSERT INTO idempotency_keys")
-        ctx.__exit__(None, None, None)       # not committed: rolls back, like a business rejection
+        ctx.__exit__(None, None, None)  # not committed: rolls back, like a business rejection
         result = second.result()
     assert result.outcome == CONFIRMED
     assert count(db, "SELECT count(*) FROM orders") == 1 and stock(db, "COR-200")["reserved"] == 1
 
 
 def test_thirty_simultaneous_orders_for_the_last_unit_exactly_one_wins(db):
-    clients = add_clients(db, 30)            # one client each: the race is on the stock row alone
+    clients = add_clients(db, 30)  # one client each: the race is on the stock row alone
     results = run_together(db, [command(db, [("COR-118", 1)], client=name) for name in clients])
     winners = [r for r in results if r.outcome == CONFIRMED]
     losers = [r for r in results if r.outcome == REJECTED]
@@ -109,15 +118,20 @@ def test_thirty_simultaneous_orders_for_the_last_unit_exactly_one_wins(db):
     assert all(r.reasons == (INSUFFICIENT_STOCK,) for r in losers)
     assert stock(db, "COR-118") == {"on_hand": 1, "reserved": 1}
     assert count(db, "SELECT count(*) FROM stock_reservation") == 1
-    assert count(db, "SELECT count(*) FROM idempotency_keys") == 1     # the losers left no key behind
+    assert count(db, "SELECT count(*) FROM idempotency_keys") == 1  # the losers left no key behind
 
 
 def test_orders_with_the_same_lines_in_opposite_order_never_deadlock(db):
-    first, second = add_clients(db, 2)       # distinct clients, so only the stock rows are shared
+    first, second = add_clients(db, 2)  # distinct clients, so only the stock rows are shared
     skus = ["CAB-045", "COR-200", "TOR-010"]
     for _ in range(15):
-        results = run_together(db, [command(db, [(sku, 1) for sku in skus], client=first),
-                                    command(db, [(sku, 1) for sku in reversed(skus)], client=second)])
+        results = run_together(
+            db,
+            [
+                command(db, [(sku, 1) for sku in skus], client=first),
+                command(db, [(sku, 1) for sku in reversed(skus)], client=second),
+            ],
+        )
         assert [r.outcome for r in results] == [CONFIRMED, CONFIRMED]
     assert stock(db, "CAB-045")["reserved"] == 30
 

@@ -33,7 +33,7 @@ def test_a_pooled_connection_broken_by_a_restart_is_replaced_before_use(settings
     try:
         with database.reading() as conn:
             first = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
-        _terminate(settings, first)                   # the connection dies while idle in the pool
+        _terminate(settings, first)  # the connection dies while idle in the pool
         with database.reading() as conn:
             second = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
         assert second != first
@@ -44,8 +44,9 @@ def test_a_pooled_connection_broken_by_a_restart_is_replaced_before_use(settings
 def test_a_healthy_pooled_connection_is_lent_without_a_round_trip_and_a_broken_one_is_checked(settings, monkeypatch):
     checked = []
     full_check = ConnectionPool.check_connection
-    monkeypatch.setattr(ConnectionPool, "check_connection",
-                        staticmethod(lambda conn: (checked.append(conn.info.backend_pid), full_check(conn))))
+    monkeypatch.setattr(
+        ConnectionPool, "check_connection", staticmethod(lambda conn: (checked.append(conn.info.backend_pid), full_check(conn)))
+    )
     database = Database(settings.database_url, max_size=1, name="outage-test")
     try:
         for _ in range(5):
@@ -67,7 +68,7 @@ def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollba
             with database.transaction() as tx:
                 _terminate(settings, tx.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
                 tx.execute("SELECT 1")
-        with database.reading() as conn:              # and the pool goes on with a new connection
+        with database.reading() as conn:  # and the pool goes on with a new connection
             assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
     finally:
         database.close()
@@ -76,18 +77,19 @@ def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollba
 @pytest.fixture
 def app_without_database(settings):
     """The app pointed at a port where no database listens (a stopped Postgres), failing fast."""
-    down = Settings.from_env({**os.environ, "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nexo",
-                              "DB_POOL_TIMEOUT_S": "1"})
+    down = Settings.from_env(
+        {**os.environ, "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nexo", "DB_POOL_TIMEOUT_S": "1"}
+    )
     application = create_app(down, test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
     yield application
     application.extensions["nexo.db"].close()
-    recorder.configure(settings.database_url)     # create_app pointed this process's ops recorder at it
+    recorder.configure(settings.database_url)  # create_app pointed this process's ops recorder at it
 
 
 def _logged_in(app):
     """A client whose session says a salesperson (and her CSRF token) is logged in, as before the outage."""
     client = app.test_client()
-    token = csrf_token(client.get("/login").get_data(as_text=True))    # the login form needs no database
+    token = csrf_token(client.get("/login").get_data(as_text=True))  # the login form needs no database
     with client.session_transaction() as session:
         session["_user_id"] = "1"
         session["_fresh"] = True
@@ -104,11 +106,18 @@ def test_a_logged_in_page_during_an_outage_is_the_503_page(app_without_database)
 
 def test_the_order_form_posted_during_an_outage_says_the_same_form_can_be_confirmed_again(app_without_database):
     client, token = _logged_in(app_without_database)
-    form = {"csrf_token": token, "request_id": str(uuid.uuid4()), "client_id": str(uuid.uuid4()),
-            "deposit_id": "CEN", "lines-0-sku": "COR-200", "lines-0-quantity": "2", "delivery_method": 'a "b" <c>'}
+    form = {
+        "csrf_token": token,
+        "request_id": str(uuid.uuid4()),
+        "client_id": str(uuid.uuid4()),
+        "deposit_id": "CEN",
+        "lines-0-sku": "COR-200",
+        "lines-0-quantity": "2",
+        "delivery_method": 'a "b" <c>',
+    }
     response = client.post("/orders/new", data=form)
     body = response.get_data(as_text=True)
     assert response.status_code == 503, body
     assert "confirmá el mismo formulario otra vez" in body and "nunca uno duplicado" in body
     assert "No se guardó nada" not in body
-    assert resubmitted_form(body) == form        # the button sends the same form, the same requestId
+    assert resubmitted_form(body) == form  # the button sends the same form, the same requestId

@@ -44,8 +44,16 @@ def test_replay_and_group_replay_wake_the_relay_after_commit(db, redis_client, s
     single, *group = [make_dead_letter(db) for _ in range(3)]
     ring = wakeup.Wakeup(redis_client, settings)
     service.replay(db, single["id"], "marta", wakeup=ring)
-    service.act_on_group(db, action="replay", destination="fiscal", ids=[g["id"] for g in group], actor="marta",
-                         signature=None, note=None, wakeup=ring)
+    service.act_on_group(
+        db,
+        action="replay",
+        destination="fiscal",
+        ids=[g["id"] for g in group],
+        actor="marta",
+        signature=None,
+        note=None,
+        wakeup=ring,
+    )
     # One RQ wake-up waiting per replayed event (the sweeper would find them anyway, only later).
     assert without_queued_wakeup(redis_client, settings, [m["event_id"] for m in (single, *group)]) == []
 
@@ -86,7 +94,7 @@ def test_discard_refuses_an_empty_reason(db, reason):
 
 def test_replay_that_cannot_requeue_the_event_changes_nothing(db):
     made = make_dead_letter(db)
-    with db.transaction() as tx:   # break the invariant on purpose: the event is not FALLIDO any more
+    with db.transaction() as tx:  # break the invariant on purpose: the event is not FALLIDO any more
         tx.execute("UPDATE outbox_event SET status = 'ENTREGADO' WHERE id = %s", [made["event_id"]])
         tx.commit()
     assert service.replay(db, made["id"], "marta").outcome == "conflict"
@@ -111,10 +119,11 @@ def test_group_action_touches_only_previewed_ids_of_its_destination(db):
     other_destination = make_dead_letter(db, destination="warehouse", http_status=422)["id"]
     ids, more = service.preview_group(db, queries.ListFilter(destinations=("fiscal",), signature="fiscal:422"))
     assert sorted(ids) == sorted(first) and not more
-    late = make_dead_letter(db)["id"]                          # appears after the preview
-    service.discard(db, first[0], "laura", "ya resuelto")     # someone else resolves one meanwhile
-    result = service.act_on_group(db, action="replay", destination="fiscal", ids=ids + [other_destination],
-                                  actor="marta", signature="fiscal:422", note=None)
+    late = make_dead_letter(db)["id"]  # appears after the preview
+    service.discard(db, first[0], "laura", "ya resuelto")  # someone else resolves one meanwhile
+    result = service.act_on_group(
+        db, action="replay", destination="fiscal", ids=ids + [other_destination], actor="marta", signature="fiscal:422", note=None
+    )
     assert (sorted(result.touched), result.skipped) == (sorted(first[1:]), 2)
     assert row(db, "SELECT status FROM dead_letter WHERE id = %s", [late])["status"] == "pending"
     assert row(db, "SELECT status FROM dead_letter WHERE id = %s", [other_destination])["status"] == "pending"
@@ -124,13 +133,18 @@ def test_group_action_touches_only_previewed_ids_of_its_destination(db):
 
 
 def test_group_discard_needs_a_reason_and_audits_each_item(db):
-    ids = [make_dead_letter(db, destination="warehouse", http_status=None, error_class="ConnectTimeout")["id"]
-           for _ in range(2)]
+    ids = [make_dead_letter(db, destination="warehouse", http_status=None, error_class="ConnectTimeout")["id"] for _ in range(2)]
     with pytest.raises(ValueError):
-        service.act_on_group(db, action="discard", destination="warehouse", ids=ids, actor="marta",
-                             signature=None, note="  ")
-    result = service.act_on_group(db, action="discard", destination="warehouse", ids=ids, actor="marta",
-                                  signature="warehouse:ConnectTimeout", note="pedido anulado")
+        service.act_on_group(db, action="discard", destination="warehouse", ids=ids, actor="marta", signature=None, note="  ")
+    result = service.act_on_group(
+        db,
+        action="discard",
+        destination="warehouse",
+        ids=ids,
+        actor="marta",
+        signature="warehouse:ConnectTimeout",
+        note="pedido anulado",
+    )
     assert sorted(result.touched) == sorted(ids)
     assert [r["details"]["reason"] for r in audit_rows(db, "dead_letter.discarded")] == ["pedido anulado"] * 2
 
@@ -142,10 +156,8 @@ def test_groups_count_pending_by_destination_and_signature(db):
     resolved = make_dead_letter(db, http_status=503)["id"]
     service.replay(db, resolved, "marta")
     make_dead_letter(db, destination="warehouse", http_status=None, error_class="ReadTimeout")
-    counts = {(g["destination"], g["error_signature"]): g["total"]
-              for g in service.group_counts(db, ("fiscal", "warehouse"))}
-    assert counts == {("fiscal", "fiscal:422"): 3, ("fiscal", "fiscal:503"): 1,
-                      ("warehouse", "warehouse:ReadTimeout"): 1}
+    counts = {(g["destination"], g["error_signature"]): g["total"] for g in service.group_counts(db, ("fiscal", "warehouse"))}
+    assert counts == {("fiscal", "fiscal:422"): 3, ("fiscal", "fiscal:503"): 1, ("warehouse", "warehouse:ReadTimeout"): 1}
     assert [g["destination"] for g in service.group_counts(db, ("warehouse",))] == ["warehouse"]
 
 
@@ -158,9 +170,8 @@ def test_list_is_scoped_newest_first_and_capped(db, monkeypatch):
     monkeypatch.setattr(service, "CANDIDATE_CAP", 3)
     capped = service.list_dead_letters(db, queries.ListFilter(destinations=("fiscal",)), page=1, size=10)
     assert (capped.total, capped.truncated, len(capped.rows)) == (3, True, 3)
-    exact = service.list_dead_letters(db, queries.ListFilter(destinations=("fiscal",), ids=tuple(ids[:3])),
-                                      page=1, size=10)
-    assert (exact.total, exact.truncated) == (3, False)     # exactly the cap is not "truncated"
+    exact = service.list_dead_letters(db, queries.ListFilter(destinations=("fiscal",), ids=tuple(ids[:3])), page=1, size=10)
+    assert (exact.total, exact.truncated) == (3, False)  # exactly the cap is not "truncated"
 
 
 class _Destination(BaseHTTPRequestHandler):
@@ -174,7 +185,8 @@ class _Destination(BaseHTTPRequestHandler):
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             open_tx = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()").fetchone()[0]
+                " AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
+            ).fetchone()[0]
         type(self).seen.append((self.path, open_tx))
         body = b'{"invoice_number": "A-0001"}'
         self.send_response(self.status)
@@ -233,7 +245,7 @@ class _Dribbling(BaseHTTPRequestHandler):
                 self.wfile.write(b" ")
                 self.wfile.flush()
             except OSError:
-                return          # Nexo gave up and closed the connection
+                return  # Nexo gave up and closed the connection
             time.sleep(0.2)
 
     def log_message(self, *args):
@@ -245,8 +257,11 @@ def test_key_check_ends_within_its_deadline_whatever_the_destination_does(db, se
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Dribbling)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     made = make_dead_letter(db)
-    quick = dataclasses.replace(settings, fiscal_url=f"http://127.0.0.1:{server.server_port}",
-                                relay=dataclasses.replace(settings.relay, delivery_timeout_s=1.0))
+    quick = dataclasses.replace(
+        settings,
+        fiscal_url=f"http://127.0.0.1:{server.server_port}",
+        relay=dataclasses.replace(settings.relay, delivery_timeout_s=1.0),
+    )
     try:
         started = time.monotonic()
         answer = keycheck.check_key(db, quick, made["id"], "marta")

@@ -8,7 +8,7 @@ import time
 import pytest
 import requests
 
-pytestmark = pytest.mark.no_db   # the fakes need neither Postgres nor Redis
+pytestmark = pytest.mark.no_db  # the fakes need neither Postgres nor Redis
 
 RESOURCES = [("fiscal", "invoices", "invoice_number"), ("warehouse", "handoffs", "ticket")]
 
@@ -21,7 +21,7 @@ def post(fakes, dest, resource, key, body, timeout=10):
 @pytest.mark.parametrize("dest,resource,field", RESOURCES)
 def test_same_key_same_body_returns_the_same_answer_and_one_effect(fakes, dest, resource, field):
     first = post(fakes, dest, resource, "key-1", {"order_id": "o-1", "n": 1})
-    again = post(fakes, dest, resource, "key-1", {"n": 1, "order_id": "o-1"})   # key order does not matter
+    again = post(fakes, dest, resource, "key-1", {"n": 1, "order_id": "o-1"})  # key order does not matter
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json() and first.json()[field]
     effects = fakes.effects(dest)
@@ -78,7 +78,7 @@ def test_error_modes_apply_nothing_and_run_out_after_times(fakes):
     assert post(fakes, "fiscal", "invoices", "k", {"a": 1}).status_code == 503
     assert fakes.effects("fiscal") == []
     assert post(fakes, "fiscal", "invoices", "k", {"a": 1}).status_code == 201
-    fakes.set_mode("fiscal", "error_4xx")           # no times: until changed
+    fakes.set_mode("fiscal", "error_4xx")  # no times: until changed
     for _ in range(3):
         assert post(fakes, "fiscal", "invoices", "k2", {"a": 2}).status_code == 400
     assert fakes.effect("fiscal", "k2") is None
@@ -90,9 +90,9 @@ def test_timeout_before_waits_delay_and_applies_nothing(fakes):
     fakes.set_mode("fiscal", "timeout_before", times=1, delay_s=1.5)
     with pytest.raises(requests.Timeout):
         post(fakes, "fiscal", "invoices", "k", {"a": 1}, timeout=0.3)
-    time.sleep(2)                                   # let the fake finish its slow answer
+    time.sleep(2)  # let the fake finish its slow answer
     assert fakes.effect("fiscal", "k") is None
-    assert post(fakes, "fiscal", "invoices", "k", {"a": 1}).status_code == 201   # times=1 ran out
+    assert post(fakes, "fiscal", "invoices", "k", {"a": 1}).status_code == 201  # times=1 ran out
 
 
 def test_timeout_after_applies_the_effect_then_answers_too_late(fakes):
@@ -111,7 +111,7 @@ def test_delay_s_bounds_the_slow_answer(fakes):
     started = time.monotonic()
     answer = post(fakes, "fiscal", "invoices", "k", {"a": 1}, timeout=10)
     assert answer.status_code == 201
-    assert time.monotonic() - started < 10           # generous: only proves it does not wait the default 30 s
+    assert time.monotonic() - started < 10  # generous: only proves it does not wait the default 30 s
 
 
 def test_invalid_mode_is_refused(fakes):
@@ -121,5 +121,6 @@ def test_invalid_mode_is_refused(fakes):
 
 def test_fixture_sets_the_urls_in_the_environment(fakes):
     import os
+
     assert os.environ["FISCAL_URL"] == fakes.fiscal_url
     assert os.environ["WAREHOUSE_URL"] == fakes.warehouse_url

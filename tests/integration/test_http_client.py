@@ -26,7 +26,7 @@ from nexo.outbox.http_client import (
 
 
 class _KeepAliveHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"       # keeps the connection open between requests
+    protocol_version = "HTTP/1.1"  # keeps the connection open between requests
 
     def setup(self):
         super().setup()
@@ -88,7 +88,7 @@ def _raw_server(answer: bytes | None, *, interval_s: float = 0.0):
                 else:
                     answer_bytes = answer
                 for i in range(len(answer_bytes)):
-                    conn.sendall(answer_bytes[i:i + 1])
+                    conn.sendall(answer_bytes[i : i + 1])
                     time.sleep(interval_s)
                 conn.close()
             except OSError:
@@ -102,8 +102,10 @@ def test_a_batch_goes_out_at_once_and_the_next_batches_reuse_its_connections(ser
     client = HttpClient(5.0)
     try:
         for batch in range(3):
-            calls = [("POST", _url(server), {"n": batch * 4 + i, "name": "Ñandú"}, {"Idempotency-Key": f"k{batch}{i}"})
-                     for i in range(4)]
+            calls = [
+                ("POST", _url(server), {"n": batch * 4 + i, "name": "Ñandú"}, {"Idempotency-Key": f"k{batch}{i}"})
+                for i in range(4)
+            ]
             results = client.request_all(calls)
             assert [answer.status for answer, _ in results] == [201] * 4
             assert all(answer.complete and answer.text() == '{"invoice_number":"F-1"}' for answer, _ in results)
@@ -111,16 +113,19 @@ def test_a_batch_goes_out_at_once_and_the_next_batches_reuse_its_connections(ser
         client.close()
     assert len(server.requests) == 12
     assert server.connections <= 4, f"{server.connections} connections for 12 requests in batches of 4"
-    sent = {key: (body, expect) for key, body, expect in server.requests}   # a batch arrives in any order
-    assert sent["k00"] == ('{"n":0,"name":"Ñandú"}'.encode(), None)       # no 100-continue round trip
+    sent = {key: (body, expect) for key, body, expect in server.requests}  # a batch arrives in any order
+    assert sent["k00"] == ('{"n":0,"name":"Ñandú"}'.encode(), None)  # no 100-continue round trip
 
 
 def test_threads_calling_at_once_each_get_their_answers(server):
     client = HttpClient(5.0)
 
     def ask(thread: int) -> list[int]:
-        return [client.request("POST", _url(server), json={"t": thread, "i": i},
-                               headers={"Idempotency-Key": f"{thread}-{i}"}).status for i in range(10)]
+        return [
+            client.request("POST", _url(server), json={"t": thread, "i": i}, headers={"Idempotency-Key": f"{thread}-{i}"}).status
+            for i in range(10)
+        ]
+
     try:
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(ask, range(4))) == [[201] * 10] * 4
@@ -143,10 +148,12 @@ def test_an_answer_over_the_cap_is_cut_and_said_so(server):
 def test_the_charset_of_the_answer_decodes_it_and_a_bogus_one_does_not_lose_it(server):
     client = HttpClient(5.0)
     try:
-        latin = client.request("POST", _url(server), json={}, headers={
-            "X-Status": "400", "X-Content-Type": "text/plain; charset=ISO-8859-1"})
-        bogus = client.request("POST", _url(server), json={}, headers={
-            "X-Status": "400", "X-Content-Type": 'application/json; charset="bogus"'})
+        latin = client.request(
+            "POST", _url(server), json={}, headers={"X-Status": "400", "X-Content-Type": "text/plain; charset=ISO-8859-1"}
+        )
+        bogus = client.request(
+            "POST", _url(server), json={}, headers={"X-Status": "400", "X-Content-Type": 'application/json; charset="bogus"'}
+        )
     finally:
         client.close()
     assert (latin.status, latin.encoding, bogus.encoding) == (400, "iso-8859-1", "bogus")
@@ -215,9 +222,28 @@ def untrusted_tls_server(tmp_path, server):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
@@ -280,7 +306,7 @@ def test_a_kept_alive_connection_to_a_destination_killed_and_restarted_is_not_an
     client = HttpClient(3.0)
     url = f"http://127.0.0.1:{port}/invoices"
     try:
-        assert client.request("POST", url, json={"n": 1}).status == 201      # its connection stays cached
+        assert client.request("POST", url, json={"n": 1}).status == 201  # its connection stays cached
         first.send_signal(signal.SIGKILL)
         first.wait()
         second, _ = _start_destination(port)

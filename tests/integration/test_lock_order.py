@@ -23,8 +23,8 @@ from nexo.orders.service import create_order
 from tests.integration.order_helpers import command, count, stock
 from tests.integration.test_credit_decisions import approve, pending_order, reject
 
-SKUS = ("AB-2", "AB1")            # byte order; a punctuation-blind collation says AB1 first
-PAUSE_S = 1.5                     # how long order entry holds its first stock row (> deadlock_timeout, 1 s)
+SKUS = ("AB-2", "AB1")  # byte order; a punctuation-blind collation says AB1 first
+PAUSE_S = 1.5  # how long order entry holds its first stock row (> deadlock_timeout, 1 s)
 TEST_COLLATION = "nexo_test_punctuation_blind"
 
 
@@ -40,15 +40,18 @@ def _punctuation_blind_collation(db) -> tuple[str | None, bool]:
             tx.execute(f"CREATE COLLATION IF NOT EXISTS {TEST_COLLATION} (provider = icu, locale = 'en-u-ka-shifted')")
             tx.commit()
         candidates, created = [TEST_COLLATION], True
-    except psycopg.errors.FeatureNotSupported:           # "ICU is not supported in this build"
+    except psycopg.errors.FeatureNotSupported:  # "ICU is not supported in this build"
         with db.reading() as conn:
-            candidates = [r["collname"] for r in conn.execute(
-                "SELECT collname FROM pg_collation WHERE collprovider = 'c' AND collname ILIKE 'en_US%'")]
+            candidates = [
+                r["collname"]
+                for r in conn.execute("SELECT collname FROM pg_collation WHERE collprovider = 'c' AND collname ILIKE 'en_US%'")
+            ]
         created = False
     for name in candidates:
         with db.reading() as conn:
-            first = conn.execute(sql.SQL("SELECT min(s COLLATE {}) AS s FROM unnest(%s::text[]) s").format(
-                sql.Identifier(name)), [list(SKUS)]).fetchone()["s"]
+            first = conn.execute(
+                sql.SQL("SELECT min(s COLLATE {}) AS s FROM unnest(%s::text[]) s").format(sql.Identifier(name)), [list(SKUS)]
+            ).fetchone()["s"]
         if first == "AB1":
             return name, created
     return None, False
@@ -64,13 +67,14 @@ def skus_in_collation_order_unlike_byte_order(db):
         for sku in SKUS:
             product = tx.execute("INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, sku]).fetchone()
             tx.execute("INSERT INTO price_list (product_id, price_cents) VALUES (%s, 100000)", [product["id"]])
-            tx.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', 100)",
-                       [product["id"]])
+            tx.execute("INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', 100)", [product["id"]])
         tx.execute(sql.SQL("ALTER TABLE product ALTER COLUMN sku TYPE text COLLATE {}").format(sql.Identifier(collation)))
         tx.commit()
-    with db.reading() as conn:                            # the condition is real: the database disagrees with bytes
-        assert [r["sku"] for r in conn.execute(
-            "SELECT sku FROM product WHERE sku = ANY(%s) ORDER BY sku", [list(SKUS)])] == ["AB1", "AB-2"]
+    with db.reading() as conn:  # the condition is real: the database disagrees with bytes
+        assert [r["sku"] for r in conn.execute("SELECT sku FROM product WHERE sku = ANY(%s) ORDER BY sku", [list(SKUS)])] == [
+            "AB1",
+            "AB-2",
+        ]
     try:
         yield
     finally:
@@ -93,8 +97,9 @@ def entry_pauses_after_its_first_stock_row(db):
               END IF;
               RETURN NEW;
             END $$""")
-        tx.execute("CREATE TRIGGER nexo_test_pause AFTER INSERT ON stock_reservation"
-                   " FOR EACH ROW EXECUTE FUNCTION nexo_test_pause()")
+        tx.execute(
+            "CREATE TRIGGER nexo_test_pause AFTER INSERT ON stock_reservation FOR EACH ROW EXECUTE FUNCTION nexo_test_pause()"
+        )
         tx.commit()
     try:
         yield
@@ -116,14 +121,15 @@ def _wait_until_entry_sleeps(db) -> None:
 
 
 def test_order_entry_and_a_rejection_on_the_same_two_skus_never_deadlock(
-        db, skus_in_collation_order_unlike_byte_order, entry_pauses_after_its_first_stock_row):
+    db, skus_in_collation_order_unlike_byte_order, entry_pauses_after_its_first_stock_row
+):
     # A platinum order over its limit holds soft reservations on both SKUs; rejecting it gives them back.
-    held = pending_order(db, lines=[("AB1", 6), ("AB-2", 6)])    # 12,000.00 > the 10,000.00 left
+    held = pending_order(db, lines=[("AB1", 6), ("AB-2", 6)])  # 12,000.00 > the 10,000.00 left
     entry = command(db, [("AB1", 1), ("AB-2", 1)], client="Corralón del Sur")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        entering = pool.submit(create_order, db, entry)    # locks AB-2, then pauses, then wants AB1
+        entering = pool.submit(create_order, db, entry)  # locks AB-2, then pauses, then wants AB1
         _wait_until_entry_sleeps(db)
-        rejecting = pool.submit(reject, db, held)           # must want AB-2 first too, not AB1
+        rejecting = pool.submit(reject, db, held)  # must want AB-2 first too, not AB1
         # Without the one lock order: DeadlockDetected in one of the two, after deadlock_timeout.
         entered, rejected = entering.result(timeout=30), rejecting.result(timeout=30)
     assert entered.outcome == CONFIRMED
@@ -132,8 +138,9 @@ def test_order_entry_and_a_rejection_on_the_same_two_skus_never_deadlock(
 
 
 def test_an_approval_never_waits_for_order_entry_on_stock_rows(
-        db, skus_in_collation_order_unlike_byte_order, entry_pauses_after_its_first_stock_row):
-    held = pending_order(db, lines=[("AB1", 6), ("AB-2", 6)])    # 12,000.00 > the 10,000.00 left
+    db, skus_in_collation_order_unlike_byte_order, entry_pauses_after_its_first_stock_row
+):
+    held = pending_order(db, lines=[("AB1", 6), ("AB-2", 6)])  # 12,000.00 > the 10,000.00 left
     entry = command(db, [("AB1", 1), ("AB-2", 1)], client="Corralón del Sur")
     with ThreadPoolExecutor(max_workers=2) as pool:
         entering = pool.submit(create_order, db, entry)

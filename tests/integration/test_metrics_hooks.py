@@ -38,7 +38,7 @@ def unreachable_recorder(monkeypatch):
     yield dead
     dead.discard_buffer()
     dead._database.close()
-    dead._database = None          # its flusher thread and exit hook have nothing left to do
+    dead._database = None  # its flusher thread and exit hook have nothing left to do
 
 
 def test_a_conflict_is_committed_at_once_for_every_process_to_see(app, db):
@@ -57,18 +57,22 @@ def test_conflicts_from_another_process_land_in_the_same_table(db):
 def test_durations_are_buffered_then_stored_by_one_flush(fresh_samples, db):
     for ms in (5, 7, 9):
         metrics.observe_order_transaction(ms / 1000, "confirmed")
-    metrics.observe_order_transaction(0.02, "Not A Label!")            # a caller's bug must not add series
+    metrics.observe_order_transaction(0.02, "Not A Label!")  # a caller's bug must not add series
     assert recorder.flush() == 4
     with db.reading() as conn:
         rows = conn.execute("SELECT seconds, outcome FROM order_transaction_sample ORDER BY seconds").fetchall()
-    assert [(r["seconds"], r["outcome"]) for r in rows] == [(0.005, "confirmed"), (0.007, "confirmed"),
-                                                            (0.009, "confirmed"), (0.02, "other")]
+    assert [(r["seconds"], r["outcome"]) for r in rows] == [
+        (0.005, "confirmed"),
+        (0.007, "confirmed"),
+        (0.009, "confirmed"),
+        (0.02, "other"),
+    ]
 
 
 def test_the_flusher_thread_stores_samples_without_being_asked(fresh_samples, db, monkeypatch):
-    monkeypatch.setattr(recorder_module, "FLUSH_AT", 1)               # wake it at once instead of in 2 s
+    monkeypatch.setattr(recorder_module, "FLUSH_AT", 1)  # wake it at once instead of in 2 s
     metrics.observe_order_transaction(0.011, "confirmed")
-    for _ in range(200):                                               # ≤ 20 s; typically one iteration
+    for _ in range(200):  # ≤ 20 s; typically one iteration
         if _count(db, "SELECT count(*) FROM order_transaction_sample") == 1:
             break
         time.sleep(0.1)
@@ -77,7 +81,7 @@ def test_the_flusher_thread_stores_samples_without_being_asked(fresh_samples, db
 
 def test_hooks_never_raise_when_the_database_is_down(unreachable_recorder, caplog):
     caplog.set_level(logging.WARNING)
-    metrics.count_request_id_reused()                                   # returns, does not raise
+    metrics.count_request_id_reused()  # returns, does not raise
     metrics.observe_order_transaction(0.01, "confirmed")
     assert unreachable_recorder.flush() == 0
     assert any("could not record ops signal request_id_reused" in r.getMessage() for r in caplog.records)
@@ -85,24 +89,25 @@ def test_hooks_never_raise_when_the_database_is_down(unreachable_recorder, caplo
 
 
 def test_samples_wait_in_memory_while_the_database_is_down_and_are_stored_when_it_is_back(
-        unreachable_recorder, settings, db, fresh_samples):
+    unreachable_recorder, settings, db, fresh_samples
+):
     metrics.observe_order_transaction(0.01, "confirmed")
     metrics.observe_order_transaction(0.02, "conflict")
     assert unreachable_recorder.flush() == 0
-    unreachable_recorder.configure(settings.database_url)              # the database is back
+    unreachable_recorder.configure(settings.database_url)  # the database is back
     assert unreachable_recorder.flush() == 2
     assert _count(db, "SELECT count(*) FROM order_transaction_sample") == 2
 
 
 def test_the_buffer_is_bounded_while_the_database_is_down(monkeypatch):
     monkeypatch.setattr(recorder_module, "MAX_BUFFERED", 5)
-    monkeypatch.setattr(recorder_module, "FLUSH_AT", 10 ** 6)
+    monkeypatch.setattr(recorder_module, "FLUSH_AT", 10**6)
     bounded = Recorder()
     bounded.configure(f"postgresql://nexo@127.0.0.1:{free_port()}/nexo")
     for _ in range(8):
         bounded.observe(0.01, "confirmed")
     assert len(bounded._buffer) == 5 and bounded.dropped == 3
-    assert bounded.flush() == 0                       # failed: the five go back, still bounded
+    assert bounded.flush() == 0  # failed: the five go back, still bounded
     assert len(bounded._buffer) == 5
     bounded.discard_buffer()
     bounded._database.close()

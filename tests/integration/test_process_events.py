@@ -32,18 +32,22 @@ def info(name: str, state: str, stop: float, now: float = 1000.0, group: str = "
 
 def test_on_a_tick_a_program_fatal_for_the_cool_down_is_started_again_and_that_is_recorded(db):
     names = []
-    processes = [info("worker_1", "FATAL", stop=960), info("sweeper", "FATAL", stop=990),
-                 info("web", "RUNNING", stop=0), info("process_events", "RUNNING", 0, group="process_events")]
-    recorder = ProcessEventRecorder(db, "host-a", start_process=names.append, all_processes=lambda: processes,
-                                    cooldown_s=30)
+    processes = [
+        info("worker_1", "FATAL", stop=960),
+        info("sweeper", "FATAL", stop=990),
+        info("web", "RUNNING", stop=0),
+        info("process_events", "RUNNING", 0, group="process_events"),
+    ]
+    recorder = ProcessEventRecorder(db, "host-a", start_process=names.append, all_processes=lambda: processes, cooldown_s=30)
     recorder.handle("PROCESS_STATE_FATAL", {"processname": "worker_1", "groupname": "nexo"})
     assert programs(db)["worker_1"]["state"] == "FATAL"
-    assert names == []                                  # the FATAL event itself starts nothing
+    assert names == []  # the FATAL event itself starts nothing
     assert recorder.handle("TICK_5", {"when": "1000"}) is None
-    assert names == ["nexo:worker_1"]                   # the sweeper is FATAL for 10 s only: not yet
+    assert names == ["nexo:worker_1"]  # the sweeper is FATAL for 10 s only: not yet
     with db.reading() as conn:
-        kinds = [r["kind"] for r in conn.execute(
-            "SELECT kind FROM process_event WHERE program = 'worker_1' ORDER BY id").fetchall()]
+        kinds = [
+            r["kind"] for r in conn.execute("SELECT kind FROM process_event WHERE program = 'worker_1' ORDER BY id").fetchall()
+        ]
     assert kinds == ["fatal", "revived"]
     assert programs(db)["worker_1"]["state"] == "RESTARTING"
 
@@ -60,7 +64,7 @@ def test_a_listener_started_after_the_fatal_event_still_revives_and_a_failed_sta
 
     processes = [info("fiscal", "FATAL", stop=900)]
     recorder = ProcessEventRecorder(db, "host-b", start_process=start_process, all_processes=lambda: processes)
-    assert recorder.revive_fatal() == []                # the start failed: nothing recorded
+    assert recorder.revive_fatal() == []  # the start failed: nothing recorded
     assert recorder.handle("TICK_5", {}) is None
     assert tries == ["nexo:fiscal", "nexo:fiscal"]
     assert programs(db)["fiscal"]["state"] == "RESTARTING"
@@ -68,8 +72,13 @@ def test_a_listener_started_after_the_fatal_event_still_revives_and_a_failed_sta
 
 def test_a_program_that_never_ran_waits_the_cool_down_from_when_it_was_first_seen_fatal(db):
     names, now = [], [1000.0]
-    recorder = ProcessEventRecorder(db, "host-c", start_process=names.append, cooldown_s=30,
-                                    all_processes=lambda: [info("retention", "FATAL", stop=0, now=now[0])])
+    recorder = ProcessEventRecorder(
+        db,
+        "host-c",
+        start_process=names.append,
+        cooldown_s=30,
+        all_processes=lambda: [info("retention", "FATAL", stop=0, now=now[0])],
+    )
     recorder.revive_fatal()
     now[0] = 1029.0
     recorder.revive_fatal()
@@ -81,10 +90,12 @@ def test_a_program_that_never_ran_waits_the_cool_down_from_when_it_was_first_see
 
 def test_purge_keeps_each_programs_latest_event(db):
     with db.transaction() as tx:
-        tx.execute("INSERT INTO process_event (occurred_at, host, program, kind) VALUES"
-                   " (now() - interval '40 days', 'h', 'old', 'exited'),"
-                   " (now() - interval '39 days', 'h', 'old', 'running'),"
-                   " (now() - interval '40 days', 'h', 'gone', 'running')")
+        tx.execute(
+            "INSERT INTO process_event (occurred_at, host, program, kind) VALUES"
+            " (now() - interval '40 days', 'h', 'old', 'exited'),"
+            " (now() - interval '39 days', 'h', 'old', 'running'),"
+            " (now() - interval '40 days', 'h', 'gone', 'running')"
+        )
         assert repository.purge_old_events(tx.conn) == 1
         tx.commit()
     rows = programs(db)

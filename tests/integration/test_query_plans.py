@@ -22,7 +22,7 @@ from tests.helpers import csrf_token
 
 pytestmark = pytest.mark.slow
 
-BIG = 10_000                                       # "a table with more than 10,000 rows" (issue 14)
+BIG = 10_000  # "a table with more than 10,000 rows" (issue 14)
 VOLUME = grow.Volume(orders=10_500, dead_letters=10_500, clients=2_000, skus=10_500)
 EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
 
@@ -37,9 +37,12 @@ def grown(db):
         grow.analyze(tx.conn)
         tx.commit()
     with db.reading() as conn:
-        return {r["relname"]: r["reltuples"] for r in conn.execute(
-            "SELECT relname, reltuples FROM pg_class WHERE relkind = 'r'"
-            " AND relnamespace = 'public'::regnamespace").fetchall()}
+        return {
+            r["relname"]: r["reltuples"]
+            for r in conn.execute(
+                "SELECT relname, reltuples FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
+            ).fetchall()
+        }
 
 
 class Recorder:
@@ -90,8 +93,7 @@ def _api(client, recorder, label: str, method: str, url: str, key: str, body=Non
 def _login(app, username: str):
     client = app.test_client()
     token = csrf_token(client.get("/login").get_data(as_text=True))
-    assert client.post("/login", data={"username": username, "password": "nexo-demo",
-                                       "csrf_token": token}).status_code == 302
+    assert client.post("/login", data={"username": username, "password": "nexo-demo", "csrf_token": token}).status_code == 302
     return client
 
 
@@ -106,21 +108,36 @@ def _exercise(app, db, recorder):
     """Every request path of the issue, as its user: order entry, order pages, credit, dead letters, ops."""
     with db.reading() as conn:
         seller = conn.execute("SELECT id FROM app_user WHERE username = 'vendedor1'").fetchone()["id"]
-        own_order = conn.execute("SELECT id FROM orders WHERE salesperson_id = %s ORDER BY created_at DESC LIMIT 1",
-                                 [seller]).fetchone()["id"]
+        own_order = conn.execute(
+            "SELECT id FROM orders WHERE salesperson_id = %s ORDER BY created_at DESC LIMIT 1", [seller]
+        ).fetchone()["id"]
         grown_client = conn.execute("SELECT id FROM client WHERE name LIKE 'Cliente 0%%' LIMIT 1").fetchone()["id"]
-        pending = conn.execute("SELECT id FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'"
-                               " ORDER BY created_at LIMIT 1").fetchone()["id"]
+        pending = conn.execute(
+            "SELECT id FROM orders WHERE status = 'PENDIENTE_AUTORIZACION' ORDER BY created_at LIMIT 1"
+        ).fetchone()["id"]
         dead_letter = conn.execute("SELECT id FROM dead_letter ORDER BY id DESC LIMIT 1").fetchone()["id"]
     client = _login(app, "vendedor1")
     page = _visit(client, recorder, "GET /orders/new", "GET", "/orders/new").get_data(as_text=True)
     token = csrf_token(page)
     _visit(client, recorder, "GET /orders/skus (SKU)", "GET", "/orders/skus?q=GRW-0001&page=2")
     _visit(client, recorder, "GET /orders/skus (name)", "GET", "/orders/skus?q=cab")
-    _visit(client, recorder, "POST /orders/new (confirmed)", "POST", "/orders/new",
-           _order_form(token, grown_client, [("GRW-000010", 1), ("GRW-000200", 2)]))
-    _visit(client, recorder, "POST /orders/new (422)", "POST", "/orders/new",
-           _order_form(token, grown_client, [("PRC-000", 1), ("GRW-000011", 1)]), ok=(422,))
+    _visit(
+        client,
+        recorder,
+        "POST /orders/new (confirmed)",
+        "POST",
+        "/orders/new",
+        _order_form(token, grown_client, [("GRW-000010", 1), ("GRW-000200", 2)]),
+    )
+    _visit(
+        client,
+        recorder,
+        "POST /orders/new (422)",
+        "POST",
+        "/orders/new",
+        _order_form(token, grown_client, [("PRC-000", 1), ("GRW-000011", 1)]),
+        ok=(422,),
+    )
     _visit(client, recorder, "GET /orders", "GET", "/orders")
     _visit(client, recorder, "GET /orders/<id>", "GET", f"/orders/{own_order}")
     # The Orders API (ADR-015). GET /api/v1/catalog unpaged is left out: CONTRACT.md has it list every
@@ -128,28 +145,39 @@ def _exercise(app, db, recorder):
     key, api = keys.create_key(db, name="plans", username="vendedor1", actor="test"), app.test_client()
     cursor = _api(api, recorder, "GET /api/v1/catalog?limit", "GET", "/api/v1/catalog?limit=50", key).get_json()["next_cursor"]
     _api(api, recorder, "GET /api/v1/catalog next page", "GET", f"/api/v1/catalog?limit=50&cursor={cursor}", key)
-    cursor = _api(api, recorder, "GET /api/v1/catalog?q", "GET", "/api/v1/catalog?q=GRW-0002&limit=20",
-                  key).get_json()["next_cursor"]
-    _api(api, recorder, "GET /api/v1/catalog?q next page", "GET", f"/api/v1/catalog?q=GRW-0002&limit=20&cursor={cursor}",
-         key)
-    _api(api, recorder, "POST /api/v1/orders", "POST", "/api/v1/orders", key,
-         {"client_id": str(grown_client), "deposit_id": "CEN", "lines": [{"sku": "GRW-000012", "quantity": 1}]})
+    cursor = _api(api, recorder, "GET /api/v1/catalog?q", "GET", "/api/v1/catalog?q=GRW-0002&limit=20", key).get_json()[
+        "next_cursor"
+    ]
+    _api(api, recorder, "GET /api/v1/catalog?q next page", "GET", f"/api/v1/catalog?q=GRW-0002&limit=20&cursor={cursor}", key)
+    _api(
+        api,
+        recorder,
+        "POST /api/v1/orders",
+        "POST",
+        "/api/v1/orders",
+        key,
+        {"client_id": str(grown_client), "deposit_id": "CEN", "lines": [{"sku": "GRW-000012", "quantity": 1}]},
+    )
     cursor = _api(api, recorder, "GET /api/v1/orders", "GET", "/api/v1/orders?limit=5", key).get_json()["next_cursor"]
-    _api(api, recorder, "GET /api/v1/orders next page", "GET", f"/api/v1/orders?limit=5&status=CONFIRMADO&cursor={cursor}",
-         key)
+    _api(api, recorder, "GET /api/v1/orders next page", "GET", f"/api/v1/orders?limit=5&status=CONFIRMADO&cursor={cursor}", key)
     _api(api, recorder, "GET /api/v1/orders/<id>", "GET", f"/api/v1/orders/{own_order}", key)
     client = _login(app, "laura")
     page = _visit(client, recorder, "GET /credit/queue", "GET", "/credit/queue").get_data(as_text=True)
     _visit(client, recorder, "GET /credit/decided", "GET", "/credit/decided")
-    _visit(client, recorder, "POST approve", "POST", f"/credit/queue/{pending}/approve",
-           {"csrf_token": csrf_token(page), "note": ""})
+    _visit(
+        client, recorder, "POST approve", "POST", f"/credit/queue/{pending}/approve", {"csrf_token": csrf_token(page), "note": ""}
+    )
     client = _login(app, "sergio")
     _visit(client, recorder, "GET /warehouse", "GET", "/warehouse")
     client = _login(app, "marta")
     _visit(client, recorder, "GET /ops", "GET", "/ops")
-    for label, query in (("first page", ""), ("destination + status", "?destination=fiscal&status=resolved"),
-                         ("pending", "?status=pending"), ("client", f"?client={grown_client}"),
-                         ("page 20", "?destination=warehouse&page=20")):
+    for label, query in (
+        ("first page", ""),
+        ("destination + status", "?destination=fiscal&status=resolved"),
+        ("pending", "?status=pending"),
+        ("client", f"?client={grown_client}"),
+        ("page 20", "?destination=warehouse&page=20"),
+    ):
         _visit(client, recorder, f"GET /admin/dead-letters {label}", "GET", f"/admin/dead-letters{query}")
     _visit(client, recorder, "GET /admin/dead-letters/groups", "GET", "/admin/dead-letters/groups")
     _visit(client, recorder, "GET /admin/dead-letters/<id>", "GET", f"/admin/dead-letters/{dead_letter}")
@@ -159,20 +187,29 @@ def _exercise(app, db, recorder):
 
 def test_no_request_path_scans_a_big_table(app, db, grown, monkeypatch):
     big = {table for table, rows in grown.items() if rows > BIG}
-    assert {"orders", "outbox_event", "dead_letter", "order_line", "stock_reservation", "delivery_attempt",
-            "idempotency_keys", "product", "stock_level"} <= big, f"the history did not load: {grown}"
+    assert {
+        "orders",
+        "outbox_event",
+        "dead_letter",
+        "order_line",
+        "stock_reservation",
+        "delivery_attempt",
+        "idempotency_keys",
+        "product",
+        "stock_level",
+    } <= big, f"the history did not load: {grown}"
     recorder = Recorder()
     recorder.install(monkeypatch)
     _exercise(app, db, recorder)
     monkeypatch.undo()
     assert len({page for page, _, _ in recorder.statements}) >= 15, "a page sent no SQL: was it recorded?"
     failures = []
-    with db.transaction() as tx:             # never committed: EXPLAIN does not run the statement anyway
+    with db.transaction() as tx:  # never committed: EXPLAIN does not run the statement anyway
         for page, sql, params in recorder.statements:
             if not sql.lstrip().upper().startswith(EXPLAINABLE):
                 continue
             plan = tx.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()
-            root = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))
+            root = plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"])
             scanned = sorted(set(_seq_scans(root[0]["Plan"])) & big)
             if scanned:
                 failures.append(f"{page}: Seq Scan on {', '.join(scanned)}\n    {' '.join(sql.split())[:300]}")

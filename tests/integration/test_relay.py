@@ -46,7 +46,7 @@ def test_wakeup_delivers_both_events_once_and_bills_the_order(db, redis_client, 
 def test_sweeper_delivers_events_whose_wakeup_was_never_sent(db, fakes, relay):
     relay.start_workers(1)
     relay.start_sweepers(1)
-    order = insert_confirmed_orders(db, 1)[0]        # no request_delivery: the wake-up was "lost"
+    order = insert_confirmed_orders(db, 1)[0]  # no request_delivery: the wake-up was "lost"
     ids = [order.fiscal_event_id, order.warehouse_event_id]
     wait_until(lambda: delivered(db, ids), timeout=30, message="the sweeper found both events")
     assert len(fakes.effects("fiscal")) == 1 and len(fakes.effects("warehouse")) == 1

@@ -44,20 +44,27 @@ def test_kill_9_mid_delivery_is_retried_after_the_lease_and_applied_once(db, red
     order = insert_confirmed_orders(db, 1)[0]
     wake(redis_client, order.fiscal_event_id)
 
-    wait_until(lambda: open_attempt(db, order.fiscal_event_id), timeout=30, interval=0.02,
-               message="the worker claimed the event and is waiting on the fake")
+    wait_until(
+        lambda: open_attempt(db, order.fiscal_event_id),
+        timeout=30,
+        interval=0.02,
+        message="the worker claimed the event and is waiting on the fake",
+    )
     if mode == "timeout_after":
         wait_until(lambda: fakes.effect("fiscal", order.fiscal_event_id), timeout=5, interval=0.02)
     else:
         assert fakes.effect("fiscal", order.fiscal_event_id) is None
     relay.kill(victim)
     claim = event_row(db, order.fiscal_event_id)
-    assert claim["status"] == "PENDIENTE" and claim["locked_until"] is not None     # a lease, nobody behind it
+    assert claim["status"] == "PENDIENTE" and claim["locked_until"] is not None  # a lease, nobody behind it
 
     relay.start_workers(1)
     relay.start_sweepers(1)
-    wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40,
-               message="delivered by another worker once the lease expired")
+    wait_until(
+        lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO",
+        timeout=40,
+        message="delivered by another worker once the lease expired",
+    )
     effects = fakes.effects("fiscal")
     assert [e["key"] for e in effects] == [str(order.fiscal_event_id)]
     billed = invoice_of(db, order.order_id)
@@ -77,7 +84,7 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
     [late] = relay.start_sweepers(1, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", **SLOW_WORKER)
     order = insert_confirmed_orders(db, 1)[0]
     first = wait_until(lambda: open_attempt(db, order.fiscal_event_id), timeout=30, interval=0.02)
-    os.kill(late.pid, signal.SIGSTOP)       # frozen mid-delivery, holding a lease that will expire
+    os.kill(late.pid, signal.SIGSTOP)  # frozen mid-delivery, holding a lease that will expire
     try:
         assert open_attempt(db, order.fiscal_event_id)["id"] == first["id"], "froze the sweeper too late"
         # The next claimant is told 503 and backs off for a long time: its outcome must stand.
@@ -88,17 +95,23 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
         def newer_outcome_recorded():
             rows = attempts_of(db, order.fiscal_event_id)
             return len(rows) >= 2 and rows[1]["outcome"] == "REINTENTO"
+
         wait_until(newer_outcome_recorded, timeout=30, message="a worker took over after the lease expired")
         newer = event_row(db, order.fiscal_event_id)
     finally:
         os.kill(late.pid, signal.SIGCONT)
 
-    wait_until(lambda: "lease lost before recording" in relay.log(late), timeout=30,
-               message="the frozen sweeper woke up and finished")
+    wait_until(
+        lambda: "lease lost before recording" in relay.log(late), timeout=30, message="the frozen sweeper woke up and finished"
+    )
     # Its attempt was closed when the newer claim took the event; a closed attempt row is final (ADR-014).
     assert attempts_of(db, order.fiscal_event_id)[0]["outcome"] == "SIN_RESULTADO"
     after = event_row(db, order.fiscal_event_id)
     assert after["claim_token"] == newer["claim_token"]
-    assert (after["status"], after["attempts"], after["last_error"], after["next_attempt_at"]) == \
-        (newer["status"], newer["attempts"], newer["last_error"], newer["next_attempt_at"])
+    assert (after["status"], after["attempts"], after["last_error"], after["next_attempt_at"]) == (
+        newer["status"],
+        newer["attempts"],
+        newer["last_error"],
+        newer["next_attempt_at"],
+    )
     assert after["last_error"].startswith("HTTP 503")

@@ -35,10 +35,13 @@ def retried_at_least(db, event_id, n):
 
 
 def test_t12_timeout_before_processing_waits_then_delivers_once(db, redis_client, fakes, relay):
-    fakes.set_mode("fiscal", "timeout_before", delay_s=3)          # until changed
+    fakes.set_mode("fiscal", "timeout_before", delay_s=3)  # until changed
     order = start(relay, db, redis_client, RELAY_MAX_ATTEMPTS=50)
-    waiting = wait_until(lambda: retried_at_least(db, order.fiscal_event_id, 2), timeout=40,
-                         message="two timed-out attempts, event still PENDIENTE")
+    waiting = wait_until(
+        lambda: retried_at_least(db, order.fiscal_event_id, 2),
+        timeout=40,
+        message="two timed-out attempts, event still PENDIENTE",
+    )
     assert "Timeout" in waiting["last_error"]
     assert fakes.effects("fiscal") == []
     row = order_row(db, order.order_id)
@@ -55,14 +58,16 @@ def test_t12_timeout_before_processing_waits_then_delivers_once(db, redis_client
     assert outcomes[-1] == "ENTREGADO" and set(outcomes[:-1]) == {"REINTENTO"}
 
 
-def test_t12_timeout_after_processing_is_applied_once_and_billed_with_the_same_invoice(db, redis_client, fakes,
-                                                                                       relay):
+def test_t12_timeout_after_processing_is_applied_once_and_billed_with_the_same_invoice(db, redis_client, fakes, relay):
     fakes.set_mode("fiscal", "timeout_after", delay_s=3)
     order = start(relay, db, redis_client, RELAY_MAX_ATTEMPTS=50)
-    wait_until(lambda: retried_at_least(db, order.fiscal_event_id, 2), timeout=40,
-               message="the provider applied it but answered too late, twice")
+    wait_until(
+        lambda: retried_at_least(db, order.fiscal_event_id, 2),
+        timeout=40,
+        message="the provider applied it but answered too late, twice",
+    )
     applied = fakes.effects("fiscal")
-    assert len(applied) == 1 and applied[0]["deliveries"] >= 2      # the retry reused the same key
+    assert len(applied) == 1 and applied[0]["deliveries"] >= 2  # the retry reused the same key
     assert order_row(db, order.order_id)["billing_status"] == "PENDIENTE_FACTURACION"
 
     fakes.set_mode("fiscal", "ok")
@@ -80,7 +85,7 @@ def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, 
     wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "FALLIDO", timeout=30)
     row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 1 and "HTTP 400" in row["last_error"]
-    assert "rechazó" in row["last_error"]     # the destination's words, readable on the admin pages
+    assert "rechazó" in row["last_error"]  # the destination's words, readable on the admin pages
     assert [(a["outcome"], a["http_status"]) for a in attempts_of(db, order.fiscal_event_id)] == [("FALLIDO", 400)]
     letters = dead_letters_of(db, order.fiscal_event_id)
     assert [(d["status"], d["destination"], d["http_status"]) for d in letters] == [("pending", "fiscal", 400)]
@@ -90,10 +95,8 @@ def test_t12_permanent_error_fails_at_once_with_a_dead_letter_and_no_effect(db, 
     # The provider is fixed and the admin replays (same event, same key): delivered exactly once.
     fakes.set_mode("fiscal", "ok")
     with db.transaction() as tx:
-        tx.execute("UPDATE dead_letter SET status = 'resolved', resolved_at = now() WHERE event_id = %s",
-                   [order.fiscal_event_id])
-        tx.execute("UPDATE outbox_event SET status = 'PENDIENTE', next_attempt_at = now() WHERE id = %s",
-                   [order.fiscal_event_id])
+        tx.execute("UPDATE dead_letter SET status = 'resolved', resolved_at = now() WHERE event_id = %s", [order.fiscal_event_id])
+        tx.execute("UPDATE outbox_event SET status = 'PENDIENTE', next_attempt_at = now() WHERE id = %s", [order.fiscal_event_id])
         tx.commit()
     wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=30)
     assert [e["key"] for e in fakes.effects("fiscal")] == [str(order.fiscal_event_id)]
@@ -130,7 +133,6 @@ def test_a_replayed_dead_letter_gets_a_fresh_cycle_of_attempts(db, redis_client,
     wait_until(lambda: event_row(db, order.fiscal_event_id)["status"] == "ENTREGADO", timeout=40)
     row = event_row(db, order.fiscal_event_id)
     assert row["attempts"] == 4
-    assert [a["outcome"] for a in attempts_of(db, order.fiscal_event_id)] == [
-        "REINTENTO", "FALLIDO", "REINTENTO", "ENTREGADO"]
+    assert [a["outcome"] for a in attempts_of(db, order.fiscal_event_id)] == ["REINTENTO", "FALLIDO", "REINTENTO", "ENTREGADO"]
     assert len(dead_letters_of(db, order.fiscal_event_id)) == 1
     assert [e["key"] for e in fakes.effects("fiscal")] == [str(order.fiscal_event_id)]

@@ -35,13 +35,15 @@ def test_a_destination_that_does_not_answer_does_not_hold_up_the_other(db, redis
     queue = Queue(settings.relay_queue, connection=redis_client)
     wait_until(lambda: Worker.all(queue=queue), timeout=30, message="the worker registered")
     orders = insert_confirmed_orders(db, 8)
-    for o in orders:       # one coalesced drain job, as eight orders committed together would ring
-        wakeup.request_delivery([o.fiscal_event_id, o.warehouse_event_id], connection=redis_client,
-                                settings=settings)
+    for o in orders:  # one coalesced drain job, as eight orders committed together would ring
+        wakeup.request_delivery([o.fiscal_event_id, o.warehouse_event_id], connection=redis_client, settings=settings)
     fiscal = [o.fiscal_event_id for o in orders]
     started = time.monotonic()
-    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, fiscal).values()), timeout=4,
-               message="every fiscal event delivered before one warehouse deadline (5 s) ran out")
+    wait_until(
+        lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, fiscal).values()),
+        timeout=4,
+        message="every fiscal event delivered before one warehouse deadline (5 s) ran out",
+    )
     assert time.monotonic() - started < 4
     assert len(fakes.effects("fiscal")) == 8
     assert fakes.effects("warehouse") == []
@@ -50,37 +52,42 @@ def test_a_destination_that_does_not_answer_does_not_hold_up_the_other(db, redis
 def test_batches_do_not_grow_after_a_timeout(db, fakes):
     """Each batch of a destination that times out is a single probe: one attempt per deadline, not 1, 2, 4."""
     fakes.set_mode("warehouse", "timeout_before", delay_s=3)
-    settings = relay_settings()       # delivery timeout 1 s
-    ctx = relay_service.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
-                                     http=HttpClient(settings.relay.delivery_timeout_s), worker="test@grow")
+    settings = relay_settings()  # delivery timeout 1 s
+    ctx = relay_service.RelayContext(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2),
+        http=HttpClient(settings.relay.delivery_timeout_s),
+        worker="test@grow",
+    )
     orders = insert_confirmed_orders(db, 8)
     ids = [o.warehouse_event_id for o in orders]
     try:
-        outcomes = relay_service.deliver_events(ctx, ids, budget_s=2.5).outcomes    # room for three batches
+        outcomes = relay_service.deliver_events(ctx, ids, budget_s=2.5).outcomes  # room for three batches
     finally:
         ctx.close()
     assert outcomes and set(outcomes) == {relay_service.REINTENTO}
     assert sum(r["attempts"] for r in event_rows(db, ids).values()) <= 3, outcomes
 
 
-def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_within_the_grace(db, redis_client,
-                                                                                                fakes):
+def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_within_the_grace(db, redis_client, fakes):
     """No worker alive and the drain job waited a lease: events that coalesced into it a moment ago, too
     young for the sweeper's due list, are delivered by the same sweep that withdraws the job."""
-    settings = relay_settings()       # lease 3 s, sweep interval 0.5 s (so a 0.5 s grace)
+    settings = relay_settings()  # lease 3 s, sweep interval 0.5 s (so a 0.5 s grace)
     early = insert_confirmed_orders(db, 1)[0]
-    wakeup.request_delivery([early.fiscal_event_id, early.warehouse_event_id], connection=redis_client,
-                            settings=settings)
+    wakeup.request_delivery([early.fiscal_event_id, early.warehouse_event_id], connection=redis_client, settings=settings)
     [job] = Queue(settings.relay_queue, connection=redis_client).jobs
-    job.enqueued_at = datetime.now(UTC) - timedelta(seconds=10)     # waited longer than a lease
+    job.enqueued_at = datetime.now(UTC) - timedelta(seconds=10)  # waited longer than a lease
     job.save()
-    time.sleep(0.6)                   # the early order is past the grace, so the sweep sees it due
+    time.sleep(0.6)  # the early order is past the grace, so the sweep sees it due
     late = insert_confirmed_orders(db, 1)[0]
-    wakeup.request_delivery([late.fiscal_event_id, late.warehouse_event_id], connection=redis_client,
-                            settings=settings)
-    assert Queue(settings.relay_queue, connection=redis_client).count == 1      # coalesced into the old job
-    ctx = relay_service.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
-                                     http=HttpClient(settings.relay.delivery_timeout_s), worker="test@sweep")
+    wakeup.request_delivery([late.fiscal_event_id, late.warehouse_event_id], connection=redis_client, settings=settings)
+    assert Queue(settings.relay_queue, connection=redis_client).count == 1  # coalesced into the old job
+    ctx = relay_service.RelayContext(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2),
+        http=HttpClient(settings.relay.delivery_timeout_s),
+        worker="test@sweep",
+    )
     try:
         result = sweeper.sweep_once(ctx, wakeup.Wakeup(redis_client, settings))
     finally:
@@ -96,15 +103,15 @@ def test_a_drain_job_that_could_not_be_enqueued_leaves_no_flag_behind(redis_clie
     queue = Queue(settings.relay_queue, connection=redis_client)
 
     def broken_enqueue(self, *args, **kwargs):
-        raise ValueError("rq refused the job")      # not a redis.RedisError
+        raise ValueError("rq refused the job")  # not a redis.RedisError
 
     with monkeypatch.context() as patch:
         patch.setattr(Queue, "enqueue_many", broken_enqueue)
-        wakeup.request_delivery(["first-fiscal"], connection=redis_client, settings=settings)   # never raises
+        wakeup.request_delivery(["first-fiscal"], connection=redis_client, settings=settings)  # never raises
     assert queue.count == 0
     assert not redis_client.exists(wakeup.pending_key(settings.relay_queue))
     wakeup.request_delivery(["next-fiscal"], connection=redis_client, settings=settings)
-    assert queue.count == 1                   # the next commit rings a job of its own
+    assert queue.count == 1  # the next commit rings a job of its own
 
 
 def test_recording_a_batch_locks_its_events_in_id_order(db):
@@ -115,8 +122,14 @@ def test_recording_a_batch_locks_its_events_in_id_order(db):
     """
     order = insert_confirmed_orders(db, 1)[0]
     with db.transaction() as tx:
-        claimed = repo.claim_due(tx.conn, lease_s=3, worker="test@order", max_attempts=8, limit=2,
-                                 ids=[order.fiscal_event_id, order.warehouse_event_id])
+        claimed = repo.claim_due(
+            tx.conn,
+            lease_s=3,
+            worker="test@order",
+            max_attempts=8,
+            limit=2,
+            ids=[order.fiscal_event_id, order.warehouse_event_id],
+        )
         tx.commit()
     low, high = sorted(claimed, key=lambda e: e["id"])
     with db.transaction() as holder:
@@ -137,11 +150,17 @@ def test_recording_a_batch_locks_its_events_in_id_order(db):
             holder.conn.rollback()
     recorder.join(timeout=10)
     assert not recorder.is_alive()
-    assert {r["claim_token"] for r in event_rows(db, [low["id"], high["id"]]).values()} == \
-        {low["claim_token"], high["claim_token"]}
+    assert {r["claim_token"] for r in event_rows(db, [low["id"], high["id"]]).values()} == {
+        low["claim_token"],
+        high["claim_token"],
+    }
 
 
 def _waiting_on_a_lock(db) -> bool:
     with db.reading() as conn:
-        return conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                            " AND datname = current_database()").fetchone()["n"] > 0
+        return (
+            conn.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()["n"]
+            > 0
+        )

@@ -28,8 +28,9 @@ EVENTS = 5
 
 def open_attempts(db, ids):
     with db.reading() as conn:
-        return conn.execute("SELECT * FROM delivery_attempt WHERE event_id = ANY(%s) AND finished_at IS NULL",
-                            [list(ids)]).fetchall()
+        return conn.execute(
+            "SELECT * FROM delivery_attempt WHERE event_id = ANY(%s) AND finished_at IS NULL", [list(ids)]
+        ).fetchall()
 
 
 def stop_mid_delivery(db, relay, proc, ids):
@@ -37,7 +38,7 @@ def stop_mid_delivery(db, relay, proc, ids):
     wait_until(lambda: open_attempts(db, ids), timeout=30, interval=0.02, message="an attempt is under way")
     os.kill(proc.pid, signal.SIGTERM)
     try:
-        code = proc.wait(timeout=5)   # the attempt in flight (0.7 s) plus its bookkeeping, not the batch
+        code = proc.wait(timeout=5)  # the attempt in flight (0.7 s) plus its bookkeeping, not the batch
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not stop after its attempt in flight:\n" + relay.log(proc))
     assert code == 0, relay.log(proc)
@@ -52,10 +53,10 @@ def assert_one_attempt_spent_and_recorded(db, rows, ids):
 
 
 def test_a_worker_stopped_mid_batch_finishes_its_attempt_and_claims_no_more(db, redis_client, fakes, relay):
-    fakes.set_mode("fiscal", "timeout_after", delay_s=0.7)     # applied, answered within the deadline
+    fakes.set_mode("fiscal", "timeout_after", delay_s=0.7)  # applied, answered within the deadline
     ids = [o.fiscal_event_id for o in insert_confirmed_orders(db, EVENTS)]
     [worker] = relay.start_workers(1, **LONG_JOB)
-    settings = relay_settings()      # one wake-up job for the whole batch, with the long job timeout
+    settings = relay_settings()  # one wake-up job for the whole batch, with the long job timeout
     settings = replace(settings, relay=replace(settings.relay, job_timeout_s=float(LONG_JOB["RELAY_JOB_TIMEOUT_S"])))
     request_delivery(ids, connection=redis_client, settings=settings)
 

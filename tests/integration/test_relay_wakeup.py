@@ -32,21 +32,25 @@ def test_a_batch_job_stops_claiming_before_its_timeout_could_cut_a_delivery_shor
     from nexo.outbox.http_client import HttpClient
     from tests.relay_fixtures import event_rows, insert_confirmed_orders
 
-    settings = relay_settings()       # delivery timeout 1 s, job timeout 2 s: room to start one delivery
+    settings = relay_settings()  # delivery timeout 1 s, job timeout 2 s: room to start one delivery
     fakes.set_mode("fiscal", "timeout_before", delay_s=3)
     orders = insert_confirmed_orders(db, 3)
-    ctx = relay.RelayContext(settings=settings, db=Database(settings.database_url, max_size=2),
-                             http=HttpClient(settings.relay.delivery_timeout_s), worker="test@budget")
+    ctx = relay.RelayContext(
+        settings=settings,
+        db=Database(settings.database_url, max_size=2),
+        http=HttpClient(settings.relay.delivery_timeout_s),
+        worker="test@budget",
+    )
     try:
         delivered = relay.deliver_events(ctx, [o.fiscal_event_id for o in orders])
     finally:
         ctx.db.close()
         ctx.http.close()
     assert delivered.outcomes == [relay.REINTENTO]
-    assert delivered.budget_spent        # a drain job would ring the next one (jobs/deliver.py)
+    assert delivered.budget_spent  # a drain job would ring the next one (jobs/deliver.py)
     rows = event_rows(db, [o.fiscal_event_id for o in orders])
     untouched = [r for r in rows.values() if r["attempts"] == 0 and r["claim_token"] is None]
-    assert len(untouched) == 2        # never claimed: no lease to wait for, the sweeper wakes them at once
+    assert len(untouched) == 2  # never claimed: no lease to wait for, the sweeper wakes them at once
 
 
 def test_a_queue_rq_cannot_read_does_not_stop_the_sweeper_delivering(db, redis_client, fakes, relay):
@@ -55,30 +59,39 @@ def test_a_queue_rq_cannot_read_does_not_stop_the_sweeper_delivering(db, redis_c
 
     wakeup.enqueue(redis_client, relay_settings(), [("00000000-0000-0000-0000-000000000001", None)])
     [job_id] = Queue(relay_settings().relay_queue, connection=redis_client).get_job_ids()
-    redis_client.hset(f"rq:job:{job_id}", "data", b"not a pickle")   # rq raises DeserializationError
+    redis_client.hset(f"rq:job:{job_id}", "data", b"not a pickle")  # rq raises DeserializationError
     order = insert_confirmed_orders(db, 1)[0]
     relay.start_sweepers(1)
 
-    wait_until(lambda: event_rows(db, [order.fiscal_event_id])[str(order.fiscal_event_id)]["status"] == "ENTREGADO",
-               timeout=10, interval=0.1, message="the sweeper delivered the event despite the unreadable queue")
+    wait_until(
+        lambda: event_rows(db, [order.fiscal_event_id])[str(order.fiscal_event_id)]["status"] == "ENTREGADO",
+        timeout=10,
+        interval=0.1,
+        message="the sweeper delivered the event despite the unreadable queue",
+    )
 
 
 def test_the_sweeper_leaves_a_backlog_to_live_workers_that_are_only_behind(db, redis_client, fakes, relay):
     """Wake-ups wait longer than a lease behind a slow destination, but the worker keeps taking them."""
     from tests.relay_fixtures import event_rows, insert_confirmed_orders, wait_until
 
-    fakes.set_mode("fiscal", "timeout_after", delay_s=0.6)     # applied and answered in time, slowly
+    fakes.set_mode("fiscal", "timeout_after", delay_s=0.6)  # applied and answered in time, slowly
     ids = [o.fiscal_event_id for o in insert_confirmed_orders(db, 10)]
-    for event_id in ids:       # one job each: the last one waits about 6 s in the queue, twice the lease
+    for event_id in ids:  # one job each: the last one waits about 6 s in the queue, twice the lease
         wakeup.request_delivery([event_id], connection=redis_client, settings=relay_settings())
     relay.start_workers(1)
     relay.start_sweepers(1)
 
-    wait_until(lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()), timeout=30,
-               interval=0.1, message="the backlog is delivered")
+    wait_until(
+        lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()),
+        timeout=30,
+        interval=0.1,
+        message="the backlog is delivered",
+    )
     with db.reading() as conn:
-        by = conn.execute("SELECT DISTINCT split_part(worker, '@', 1) AS role FROM delivery_attempt"
-                          " WHERE event_id = ANY(%s)", [ids]).fetchall()
+        by = conn.execute(
+            "SELECT DISTINCT split_part(worker, '@', 1) AS role FROM delivery_attempt WHERE event_id = ANY(%s)", [ids]
+        ).fetchall()
     assert {r["role"] for r in by} == {"worker"}, "the sweeper took events from a live worker"
 
 
@@ -88,23 +101,31 @@ def test_a_drain_flag_whose_job_is_gone_is_cleared_by_the_next_sweep(db, redis_c
 
     settings = relay_settings()
     flag = wakeup.pending_key(settings.relay_queue)
-    redis_client.set(flag, "1", ex=3600)           # far longer than the test: only a sweep can clear it
+    redis_client.set(flag, "1", ex=3600)  # far longer than the test: only a sweep can clear it
     first = insert_confirmed_orders(db, 1)[0]
     wakeup.request_delivery([first.fiscal_event_id], connection=redis_client, settings=settings)
     queue = Queue(settings.relay_queue, connection=redis_client)
-    assert queue.count == 0                        # the flag silenced the commit-time wake-up
+    assert queue.count == 0  # the flag silenced the commit-time wake-up
     relay.start_workers(1)
     [sweeper] = relay.start_sweepers(1)
-    wait_until(lambda: event_rows(db, [first.fiscal_event_id])[str(first.fiscal_event_id)]["status"] == "ENTREGADO",
-               timeout=20, interval=0.1, message="the sweeper found the event")
+    wait_until(
+        lambda: event_rows(db, [first.fiscal_event_id])[str(first.fiscal_event_id)]["status"] == "ENTREGADO",
+        timeout=20,
+        interval=0.1,
+        message="the sweeper found the event",
+    )
     wait_until(lambda: not redis_client.exists(flag), timeout=20, interval=0.1, message="the flag was cleared")
     # Commit-time wake-ups ring again: with the sweeper gone, only the next commit's own wake-up can
     # deliver its event.
     relay.stop(sweeper)
     second = insert_confirmed_orders(db, 1)[0]
     wakeup.request_delivery([second.fiscal_event_id], connection=redis_client, settings=settings)
-    wait_until(lambda: event_rows(db, [second.fiscal_event_id])[str(second.fiscal_event_id)]["status"] == "ENTREGADO",
-               timeout=10, interval=0.05, message="the commit-time wake-up delivered the next event")
+    wait_until(
+        lambda: event_rows(db, [second.fiscal_event_id])[str(second.fiscal_event_id)]["status"] == "ENTREGADO",
+        timeout=10,
+        interval=0.05,
+        message="the commit-time wake-up delivered the next event",
+    )
 
 
 def test_a_queued_drain_job_keeps_its_flag(redis_client):

@@ -94,8 +94,10 @@ def delivered_event(db, *, days_ago: int, destination="fiscal", with_dead_letter
     with db.transaction() as tx:
         if not with_dead_letter:
             tx.execute("DELETE FROM dead_letter WHERE id = %s", [made["id"]])
-        tx.execute("UPDATE outbox_event SET status = 'ENTREGADO', delivered_at = now() - make_interval(days => %s)"
-                   " WHERE id = %s", [days_ago, made["event_id"]])
+        tx.execute(
+            "UPDATE outbox_event SET status = 'ENTREGADO', delivered_at = now() - make_interval(days => %s) WHERE id = %s",
+            [days_ago, made["event_id"]],
+        )
         tx.commit()
     return made["event_id"]
 
@@ -115,8 +117,8 @@ def test_delivered_events_are_kept_when_no_outbox_retention_is_configured(db, se
 def test_delivered_events_are_purged_only_past_the_configured_retention(db, settings, caplog):
     old = delivered_event(db, days_ago=40)
     recent = delivered_event(db, days_ago=20)
-    guarded = delivered_event(db, days_ago=40, with_dead_letter=True)   # its resolved dead letter is within grace
-    pending = make_dead_letter(db)["event_id"]                           # FALLIDO, never an outbox purge target
+    guarded = delivered_event(db, days_ago=40, with_dead_letter=True)  # its resolved dead letter is within grace
+    pending = make_dead_letter(db)["event_id"]  # FALLIDO, never an outbox purge target
     with caplog.at_level(logging.INFO, logger="nexo.deadletters.retention"):
         report = run_retention(db, dataclasses.replace(settings, outbox_retention_days=30))
     assert report.outbox_events == {"fiscal": 1, "warehouse": 0}
@@ -130,8 +132,7 @@ def test_the_standalone_command_runs_one_pass_and_logs_its_counts(db):
     gone = resolved(db, days_ago=120, destination="warehouse")
     env = {**os.environ, "DEAD_LETTER_GRACE_DAYS": "90"}
     env.pop("OUTBOX_RETENTION_DAYS", None)
-    done = subprocess.run([sys.executable, "-m", "jobs.retention"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "jobs.retention"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     messages = [json.loads(line)["msg"] for line in done.stderr.splitlines() if line.startswith("{")]
     assert "retention purge table=dead_letter destination=warehouse deleted=1 grace_days=90" in messages
@@ -141,8 +142,14 @@ def test_the_standalone_command_runs_one_pass_and_logs_its_counts(db):
 
 def test_the_command_refuses_a_grace_below_one_day(db):
     kept = resolved(db, days_ago=120)
-    done = subprocess.run([sys.executable, "-m", "jobs.retention"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "DEAD_LETTER_GRACE_DAYS": "0"}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "jobs.retention"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEAD_LETTER_GRACE_DAYS": "0"},
+        timeout=60,
+    )
     assert done.returncode != 0 and "DEAD_LETTER_GRACE_DAYS" in done.stderr
     assert exists(db, kept)
 
@@ -153,8 +160,9 @@ def test_the_daily_mode_runs_a_pass_at_start_and_stops_cleanly_on_sigterm(db, tm
     gone = resolved(db, days_ago=120)
     log_path = tmp_path / "retention.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jobs.retention", "--every", "86400"], cwd=ROOT,
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jobs.retention", "--every", "86400"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         wait_until(lambda: "table=outbox_event" in log_path.read_text(), timeout=30, message="first daily pass")
         assert not exists(db, gone)

@@ -62,25 +62,27 @@ def test_check_refuses_reserving_more_than_on_hand_from_plain_sql(db):
     with db.transaction() as tx:
         product_id = _product_id(tx.conn, "CAB-045")
         with pytest.raises(psycopg.errors.CheckViolation, match="disponible_no_negativo"):
-            tx.execute("UPDATE stock_level SET reserved = reserved + 41 WHERE product_id = %s"
-                       " AND warehouse_id = 'CEN'", [product_id])
+            tx.execute(
+                "UPDATE stock_level SET reserved = reserved + 41 WHERE product_id = %s AND warehouse_id = 'CEN'", [product_id]
+            )
 
 
 def test_check_refuses_lowering_on_hand_below_reserved(db):
     with db.transaction() as tx:
         product_id = _product_id(tx.conn, "CAB-045")
-        tx.execute("UPDATE stock_level SET reserved = 30 WHERE product_id = %s AND warehouse_id = 'CEN'",
-                   [product_id])
+        tx.execute("UPDATE stock_level SET reserved = 30 WHERE product_id = %s AND warehouse_id = 'CEN'", [product_id])
         with pytest.raises(psycopg.errors.CheckViolation, match="disponible_no_negativo"):
-            tx.execute("UPDATE stock_level SET on_hand = 29 WHERE product_id = %s AND warehouse_id = 'CEN'",
-                       [product_id])
+            tx.execute("UPDATE stock_level SET on_hand = 29 WHERE product_id = %s AND warehouse_id = 'CEN'", [product_id])
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE audit_log SET actor = 'someone-else'",
-    "DELETE FROM audit_log",
-    "TRUNCATE audit_log",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit_log SET actor = 'someone-else'",
+        "DELETE FROM audit_log",
+        "TRUNCATE audit_log",
+    ],
+)
 def test_audit_log_refuses_update_delete_and_truncate(db, statement):
     with db.transaction() as tx:
         audit.append(tx.conn, actor="laura", action="credit.approved", object_type="order", object_id="x")
@@ -114,17 +116,22 @@ def test_transaction_rolls_back_when_the_block_raises(db):
 
 def test_demo_data_is_the_nexo_morning(db):
     with db.reading() as conn:
-        stock = {r["sku"]: r["on_hand"] for r in conn.execute(
-            "SELECT p.sku, s.on_hand FROM stock_level s JOIN product p ON p.id = s.product_id"
-            " WHERE s.warehouse_id = 'CEN'")}
-        prices = {r["sku"]: r["price_cents"] for r in conn.execute(
-            "SELECT p.sku, pl.price_cents FROM product p LEFT JOIN price_list pl ON pl.product_id = p.id")}
-        clients = {r["name"]: (r["tier"], r["credit_limit_cents"], r["exposure_cents"])
-                   for r in conn.execute("SELECT * FROM client")}
+        stock = {
+            r["sku"]: r["on_hand"]
+            for r in conn.execute(
+                "SELECT p.sku, s.on_hand FROM stock_level s JOIN product p ON p.id = s.product_id WHERE s.warehouse_id = 'CEN'"
+            )
+        }
+        prices = {
+            r["sku"]: r["price_cents"]
+            for r in conn.execute("SELECT p.sku, pl.price_cents FROM product p LEFT JOIN price_list pl ON pl.product_id = p.id")
+        }
+        clients = {
+            r["name"]: (r["tier"], r["credit_limit_cents"], r["exposure_cents"]) for r in conn.execute("SELECT * FROM client")
+        }
         users = {r["username"] for r in conn.execute("SELECT username FROM app_user")}
     assert stock == {"COR-118": 1, "COR-200": 500, "TOR-010": 10_000, "CAB-045": 40, "PRC-000": 100}
-    assert prices == {"COR-118": 1_250_000, "COR-200": 320_000, "TOR-010": 15_000, "CAB-045": 890_000,
-                      "PRC-000": None}
+    assert prices == {"COR-118": 1_250_000, "COR-200": 320_000, "TOR-010": 15_000, "CAB-045": 890_000, "PRC-000": None}
     assert clients["Ferretería Platino SA"] == ("PLATINO", 100_000_000, 99_000_000)
     assert clients["Obras Rápidas SRL"] == ("REGULAR", 5_000_000, 0)
     assert users == {"vendedor1", "vendedor2", "laura", "sergio", "marta"}

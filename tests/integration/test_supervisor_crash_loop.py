@@ -53,8 +53,10 @@ events={",".join(supervisor_conf.LISTENER_EVENTS)}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with db.reading() as conn:
-                kinds = [r["kind"] for r in conn.execute(
-                    "SELECT kind FROM process_event WHERE program = 'crashy' ORDER BY id").fetchall()]
+                kinds = [
+                    r["kind"]
+                    for r in conn.execute("SELECT kind FROM process_event WHERE program = 'crashy' ORDER BY id").fetchall()
+                ]
             if "fatal" in kinds and not listener_killed:
                 os.kill(rpc.supervisor.getProcessInfo("process_events:process_events")["pid"], signal.SIGKILL)
                 listener_killed = True

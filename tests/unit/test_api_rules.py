@@ -13,8 +13,13 @@ from nexo.api.views import _decode_cursor, _encode_cursor
 
 
 def test_pydantic_locations_become_readable_field_paths():
-    errors = field_errors([{"loc": ("lines", 3, "quantity"), "msg": "too big"}, {"loc": (), "msg": "not an object"},
-                           {"loc": ("lines", 3, "quantity"), "msg": "not an int"}])
+    errors = field_errors(
+        [
+            {"loc": ("lines", 3, "quantity"), "msg": "too big"},
+            {"loc": (), "msg": "not an object"},
+            {"loc": ("lines", 3, "quantity"), "msg": "not an int"},
+        ]
+    )
     assert errors == {"lines[3].quantity": ["too big", "not an int"], "body": ["not an object"]}
 
 
@@ -29,8 +34,13 @@ def test_a_problem_has_the_rfc9457_members_and_the_contract_reason():
     with Flask(__name__).test_request_context("/api/v1/orders"):
         response = problems.problem_response("idempotency_key_reused", "used", headers={"X-A": "1"})
     assert response.status_code == 422 and response.mimetype == "application/problem+json"
-    assert response.get_json() == {"type": "urn:nexo:problem:idempotency_key_reused", "title": response.get_json()["title"],
-                                   "status": 422, "detail": "used", "reason": "idempotency_key_reused"}
+    assert response.get_json() == {
+        "type": "urn:nexo:problem:idempotency_key_reused",
+        "title": response.get_json()["title"],
+        "status": 422,
+        "detail": "used",
+        "reason": "idempotency_key_reused",
+    }
 
 
 def test_keys_are_stored_as_sha256_and_never_equal_their_hash():

@@ -9,11 +9,21 @@ from nexo.credit.service import CreditFigures
 from nexo.formatting import format_duration
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (None, "—"), (0, "menos de 1 min"), (59, "menos de 1 min"), (60, "1 min"), (3599, "59 min"),
-    (3600, "1 h 00 min"), (7500, "2 h 05 min"), (86400, "1 d 0 h"), (2 * 86400 + 4 * 3600 + 59, "2 d 4 h"),
-    (-5, "menos de 1 min"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (None, "—"),
+        (0, "menos de 1 min"),
+        (59, "menos de 1 min"),
+        (60, "1 min"),
+        (3599, "59 min"),
+        (3600, "1 h 00 min"),
+        (7500, "2 h 05 min"),
+        (86400, "1 d 0 h"),
+        (2 * 86400 + 4 * 3600 + 59, "2 d 4 h"),
+        (-5, "menos de 1 min"),
+    ],
+)
 def test_waiting_time_reads_at_a_glance(seconds, text):
     assert format_duration(seconds, to_the_minute=True) == text
 

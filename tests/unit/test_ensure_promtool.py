@@ -21,7 +21,12 @@ def test_an_install_that_cannot_reach_the_package_registry_warns_and_does_not_fa
         (bin_dir / name).chmod(0o755)
     for tool in ("timeout", "env"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
-    result = subprocess.run([shutil.which("bash"), str(ROOT / "scripts" / "ensure_promtool.sh")],
-                            env={"PATH": str(bin_dir)}, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [shutil.which("bash"), str(ROOT / "scripts" / "ensure_promtool.sh")],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 0, result.stderr
     assert "promtool is missing (apt-get update failed: offline?)" in result.stderr

@@ -14,8 +14,9 @@ CLIENT = uuid.UUID("6b0f4f2e-2b7e-4c55-9d36-0d3c3f0a9b11")
 
 
 def test_reordered_lines_give_the_same_fingerprint():
-    assert fingerprint(CLIENT, "CEN", [("COR-200", 2), ("TOR-010", 5)]) == \
-        fingerprint(CLIENT, "CEN", [("TOR-010", 5), ("COR-200", 2)])
+    assert fingerprint(CLIENT, "CEN", [("COR-200", 2), ("TOR-010", 5)]) == fingerprint(
+        CLIENT, "CEN", [("TOR-010", 5), ("COR-200", 2)]
+    )
 
 
 def test_lower_case_and_surrounding_spaces_in_skus_give_the_same_fingerprint():
@@ -26,27 +27,32 @@ def test_client_id_as_text_or_uuid_gives_the_same_fingerprint():
     assert fingerprint(str(CLIENT).upper(), "CEN", [("COR-200", 2)]) == fingerprint(CLIENT, "CEN", [("COR-200", 2)])
 
 
-@pytest.mark.parametrize("other", [
-    {"lines": [("COR-200", 3)]},                       # quantity
-    {"lines": [("COR-201", 2)]},                       # SKU
-    {"lines": [("COR-200", 2), ("TOR-010", 1)]},       # one more line
-    {"deposit": "NOR"},                                 # warehouse
-    {"client": uuid.UUID("00000000-0000-4000-8000-000000000001")},  # client
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"lines": [("COR-200", 3)]},  # quantity
+        {"lines": [("COR-201", 2)]},  # SKU
+        {"lines": [("COR-200", 2), ("TOR-010", 1)]},  # one more line
+        {"deposit": "NOR"},  # warehouse
+        {"client": uuid.UUID("00000000-0000-4000-8000-000000000001")},  # client
+    ],
+)
 def test_any_change_of_content_changes_the_fingerprint(other):
     base = {"client": CLIENT, "deposit": "CEN", "lines": [("COR-200", 2)]}
     changed = {**base, **other}
-    assert fingerprint(changed["client"], changed["deposit"], changed["lines"]) != \
-        fingerprint(base["client"], base["deposit"], base["lines"])
+    assert fingerprint(changed["client"], changed["deposit"], changed["lines"]) != fingerprint(
+        base["client"], base["deposit"], base["lines"]
+    )
 
 
 def test_fingerprint_is_sha256_of_the_canonical_json_with_only_client_deposit_and_lines():
     canonical = canonical_v1(CLIENT, "CEN", [("tor-010", 5), ("COR-200", 2)])
     assert json.loads(canonical) == {
-        "clientId": str(CLIENT), "preferredDepositId": "CEN",
-        "lines": [{"sku": "COR-200", "quantity": 2}, {"sku": "TOR-010", "quantity": 5}]}
-    assert fingerprint(CLIENT, "CEN", [("COR-200", 2), ("TOR-010", 5)]) == \
-        hashlib.sha256(canonical.encode()).hexdigest()
+        "clientId": str(CLIENT),
+        "preferredDepositId": "CEN",
+        "lines": [{"sku": "COR-200", "quantity": 2}, {"sku": "TOR-010", "quantity": 5}],
+    }
+    assert fingerprint(CLIENT, "CEN", [("COR-200", 2), ("TOR-010", 5)]) == hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def test_delivery_method_is_not_part_of_the_fingerprint_yet():

@@ -21,7 +21,7 @@ def test_an_import_up_the_order_is_a_violation():
     imported = [name for _, name in check_layers.imported_modules(tree, "nexo.telemetry.queries", False)]
     assert imported == ["nexo.orders", "nexo.audit"]
     assert check_layers.LAYER_OF["orders"] > check_layers.LAYER_OF["telemetry"]
-    assert check_layers.LAYER_OF["audit"] == check_layers.LAYER_OF["telemetry"]   # siblings: refused too
+    assert check_layers.LAYER_OF["audit"] == check_layers.LAYER_OF["telemetry"]  # siblings: refused too
 
 
 def test_every_way_of_reading_the_environment_is_seen():
@@ -30,6 +30,9 @@ def test_every_way_of_reading_the_environment_is_seen():
 
 
 def test_every_component_of_nexo_has_a_layer():
-    components = {p.stem if p.is_file() else p.name for p in (ROOT / "nexo").iterdir()
-                  if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
+    components = {
+        p.stem if p.is_file() else p.name
+        for p in (ROOT / "nexo").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    }
     assert components <= set(check_layers.LAYER_OF)

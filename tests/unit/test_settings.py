@@ -40,16 +40,19 @@ def test_default_relay_cadence_is_consistent():
     check_relay_cadence(RelayCadence())
 
 
-@pytest.mark.parametrize("cadence, message", [
-    (RelayCadence(delivery_timeout_s=10, job_timeout_s=8), "RELAY_JOB_TIMEOUT_S"),
-    # rq would kill the job at 5 s, before a valid answer at 4.9 s is recorded (floor, then margins)
-    (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.1), "RELAY_JOB_TIMEOUT_S"),
-    (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.9), "RELAY_JOB_TIMEOUT_S"),
-    (RelayCadence(lease_s=10, job_timeout_s=12), "RELAY_LEASE_S"),
-    (RelayCadence(lease_s=30, sweep_interval_s=30), "RELAY_SWEEP_INTERVAL_S"),
-    (RelayCadence(max_attempts=0), "RELAY_MAX_ATTEMPTS"),
-    (RelayCadence(backoff_base_s=10, backoff_cap_s=5), "RELAY_BACKOFF_BASE_S"),
-])
+@pytest.mark.parametrize(
+    "cadence, message",
+    [
+        (RelayCadence(delivery_timeout_s=10, job_timeout_s=8), "RELAY_JOB_TIMEOUT_S"),
+        # rq would kill the job at 5 s, before a valid answer at 4.9 s is recorded (floor, then margins)
+        (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.1), "RELAY_JOB_TIMEOUT_S"),
+        (RelayCadence(delivery_timeout_s=5, job_timeout_s=5.9), "RELAY_JOB_TIMEOUT_S"),
+        (RelayCadence(lease_s=10, job_timeout_s=12), "RELAY_LEASE_S"),
+        (RelayCadence(lease_s=30, sweep_interval_s=30), "RELAY_SWEEP_INTERVAL_S"),
+        (RelayCadence(max_attempts=0), "RELAY_MAX_ATTEMPTS"),
+        (RelayCadence(backoff_base_s=10, backoff_cap_s=5), "RELAY_BACKOFF_BASE_S"),
+    ],
+)
 def test_inconsistent_relay_cadence_stops_start_up(cadence, message):
     with pytest.raises(SettingsError, match=message):
         check_relay_cadence(cadence)
@@ -73,8 +76,7 @@ def test_outbox_retention_is_undefined_by_default():
 def test_relay_process_settings_are_read_here_with_their_defaults():
     settings = Settings.from_env(dict(BASE, NEXO_ENV="test"))
     assert (settings.relay_queue, settings.relay_wakeup, settings.relay_worker_class) == ("nexo-relay", True, "simple")
-    settings = Settings.from_env(dict(BASE, NEXO_ENV="test", RELAY_QUEUE="q2", RELAY_WAKEUP="OFF",
-                                      RELAY_WORKER_CLASS="fork"))
+    settings = Settings.from_env(dict(BASE, NEXO_ENV="test", RELAY_QUEUE="q2", RELAY_WAKEUP="OFF", RELAY_WORKER_CLASS="fork"))
     assert (settings.relay_queue, settings.relay_wakeup, settings.relay_worker_class) == ("q2", False, "fork")
 
 

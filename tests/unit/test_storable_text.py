@@ -22,5 +22,7 @@ def test_length_is_capped_with_an_ellipsis():
 
 def test_none_stays_none_and_readable_text_is_kept():
     assert storable_text(None) is None
-    assert storable_text("HTTP 400: {\"error\": \"solicitud_rechazada\"} ñandú €") == \
-        "HTTP 400: {\"error\": \"solicitud_rechazada\"} ñandú €"
+    assert (
+        storable_text('HTTP 400: {"error": "solicitud_rechazada"} ñandú €')
+        == 'HTTP 400: {"error": "solicitud_rechazada"} ñandú €'
+    )

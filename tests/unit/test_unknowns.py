@@ -11,6 +11,9 @@ def test_every_unknown_in_the_code_is_in_the_register():
 
 
 def test_the_register_lists_nothing_the_code_does_not_know():
-    rows = [line.split("|")[1].strip() for line in DOC.splitlines()
-            if line.startswith("| ") and not line.startswith("| key") and not line.startswith("| ---")]
+    rows = [
+        line.split("|")[1].strip()
+        for line in DOC.splitlines()
+        if line.startswith("| ") and not line.startswith("| key") and not line.startswith("| ---")
+    ]
     assert sorted(rows) == sorted(u.key for u in UNKNOWNS)
