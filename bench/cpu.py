@@ -7,6 +7,7 @@ this machine can do, whatever the concurrency.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 from pathlib import Path
@@ -28,10 +29,8 @@ def _stat(pid: int) -> list[str] | None:
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
+        with contextlib.suppress(OSError):  # the task ended meanwhile
             found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
     return found
 
 

@@ -62,6 +62,7 @@ class Anchor:
             capture_output=True,
             text=True,
             timeout=seconds + 120,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"pgbench {script} failed: {done.stderr.strip()[-500:]}")

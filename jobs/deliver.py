@@ -27,7 +27,7 @@ def request_stop() -> None:
 
 def use_context(ctx: relay.RelayContext) -> None:
     """Install the relay context this process's jobs deliver with (called by jobs/worker.py)."""
-    global _context
+    global _context  # noqa: PLW0603 (rq runs jobs by name: the context is this process's, set once by its main)
     _context = ctx
 
 

@@ -39,7 +39,7 @@ def _relay_worker(base, settings: Settings):
         max_connection_wait_time = 2.0
 
         def request_stop(self, signum, frame):
-            global _stopping
+            global _stopping  # noqa: PLW0603 (one flag per worker process, read by its main loop)
             _stopping = True
             # SimpleWorker runs the job in this process: tell it to claim no further event, so the stop
             # waits for one attempt, not a whole batch (ADR-014). A forking worker's horse ends with its job.

@@ -16,6 +16,7 @@ Nothing is applied by any of them but ``dribble``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -176,7 +177,5 @@ def no_answer(mode) -> Response:
 
 
 def _hang_up(conn: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):  # the peer may have gone already
         conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass

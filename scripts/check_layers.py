@@ -92,9 +92,7 @@ def environment_reads(tree: ast.Module) -> list[int]:
             and node.attr in ("environ", "environb", "getenv", "getenvb")
             and isinstance(node.value, ast.Name)
             and node.value.id == "os"
-        ):
-            lines.append(node.lineno)
-        elif (
+        ) or (
             isinstance(node, ast.ImportFrom)
             and node.module == "os"
             and any(alias.name in ("environ", "environb", "getenv", "getenvb") for alias in node.names)

@@ -54,7 +54,7 @@ def running_gunicorn(env: dict | None = None, log_path: Path | None = None) -> I
     """Nexo under gunicorn as `make run` starts it (scripts/gunicorn_conf.py), on a free port; yields its URL."""
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), "PORT": str(port)}
-    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 (closed in finally)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "scripts/gunicorn_conf.py", "app:app"],

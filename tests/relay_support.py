@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -93,7 +94,7 @@ class FakeDestinations:
 
 
 def _start_fake(module: str, port: int, storage: Path, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "ab")
+    log = open(log_path, "ab")  # noqa: SIM115 (the child writes to it for its whole life)
     return subprocess.Popen(
         [sys.executable, "-m", module, "--port", str(port), "--db", str(storage)],
         cwd=ROOT,
@@ -143,10 +144,8 @@ class RelayProcesses:
         """kill -9 the process, its process group and its children (an rq work horse has its own group)."""
         children = _children(proc.pid)
         for target in (proc.pid, *children):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(target, signal.SIGKILL) if target == proc.pid else os.kill(target, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         proc.wait(timeout=10)
 
     def stop(self, proc: subprocess.Popen) -> None:
@@ -159,10 +158,8 @@ class RelayProcesses:
                 self.kill(proc)
             except ProcessLookupError:
                 pass
-        try:  # whatever is left of its group (a work horse) goes too
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of its group (a work horse) goes too
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def stop_all(self) -> None:
         """Stop every process this handle started."""

@@ -89,7 +89,7 @@ class RunningStack:
 
     def wait_ready(self) -> None:
         """Wait for the printed URLs, /health 200 and every program RUNNING."""
-        printed = wait_for(lambda: self._printed(), 120, "make run printed its URLs")
+        printed = wait_for(self._printed, 120, "make run printed its URLs")
         self.url, self.fiscal, self.warehouse, self.database_url, self.redis_url = printed
         wait_for(lambda: self.health() == 200, 60, "/health 200 after start")
         wait_for(self.all_running, 60, "every program RUNNING")

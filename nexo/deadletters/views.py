@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user
@@ -112,6 +113,7 @@ def _after_action(result: service.ActionResult, done_message: str):
             return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {format_local(at, seconds=True)}.")
         case service.AlreadyResolved() | service.EventNotFailed():
             return render_error(409, "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir.")
+    assert_never(result)
 
 
 @bp.route("/<int:dead_letter_id>/replay", methods=["POST"])

@@ -65,7 +65,7 @@ def parse_uuid(value: str | None) -> uuid.UUID | None:
 def read_rows(formdata) -> tuple[list[LineRow], str | None]:
     """The line rows posted (in index order) and a form-level error, if any (too many rows)."""
     cells: dict[int, dict[str, str]] = {}
-    for key in formdata.keys():
+    for key in formdata:
         match = _LINE_KEY.fullmatch(key)
         if match:
             cells.setdefault(int(match.group(1)), {})[match.group(2)] = formdata.get(key, "")

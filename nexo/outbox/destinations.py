@@ -7,6 +7,7 @@ and every error it reports is already storable (storable.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 
@@ -125,8 +126,6 @@ def _failure(kind: str, error_class: str, message: str, duration_ms: int) -> Del
 def _body_excerpt(answer: Answer, limit: int = 300) -> str:
     # A JSON error body is re-written without \uXXXX escapes, so the admin reads "rechazó", not "rechaz\u00f3".
     text = answer.text()
-    try:
+    with contextlib.suppress(ValueError):  # not JSON: shown as it came
         text = json.dumps(json.loads(text), ensure_ascii=False)
-    except ValueError:
-        pass
     return storable_text(text, limit)

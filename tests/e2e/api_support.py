@@ -47,7 +47,7 @@ class Api:
     def call(self, method: str, path: str, **kwargs) -> requests.Response:
         kwargs.setdefault("timeout", 30)
         response = self.http.request(method.upper(), self.base + path, **kwargs)
-        assert_documented(spec_of(self.base), method, path.split("?")[0], response)
+        assert_documented(spec_of(self.base), method, path.split("?", maxsplit=1)[0], response)
         return response
 
 

@@ -24,6 +24,7 @@ def flask_cli(*args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
         env={**os.environ, "NEXO_ENV": "test"},
+        check=False,
     )
 
 

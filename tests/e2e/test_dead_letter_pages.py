@@ -140,8 +140,8 @@ def test_a_salesperson_gets_403_on_every_dead_letter_route(db, client, auth):
     made = make_dead_letter(db)
     auth.login("vendedor1")
     tok = csrf_token(client.get("/", follow_redirects=True).get_data(as_text=True))
-    for method, url in SALESPERSON_ROUTES:
-        url = url.format(id=made["id"])
+    for method, template in SALESPERSON_ROUTES:
+        url = template.format(id=made["id"])
         response = client.get(url) if method == "GET" else client.post(url, data={"csrf_token": tok, "reason": "x"})
         assert response.status_code == 403, (method, url)
     assert row(db, "SELECT status FROM dead_letter WHERE id = %s", [made["id"]])["status"] == "pending"
@@ -304,7 +304,9 @@ def test_two_admins_acting_at_once_one_wins_and_the_other_gets_409(db, live_serv
         )
         statuses.append(response.status_code)
 
-    threads = [threading.Thread(target=act, args=(s, t, a)) for s, t, a in zip(sessions, tokens, ("replay", "discard"))]
+    threads = [
+        threading.Thread(target=act, args=(s, t, a)) for s, t, a in zip(sessions, tokens, ("replay", "discard"), strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:

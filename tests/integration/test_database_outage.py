@@ -64,10 +64,9 @@ def test_a_healthy_pooled_connection_is_lent_without_a_round_trip_and_a_broken_o
 def test_a_connection_lost_inside_a_transaction_raises_that_error_not_the_rollbacks(settings):
     database = Database(settings.database_url, max_size=1, name="outage-test")
     try:
-        with pytest.raises(psycopg.errors.AdminShutdown):
-            with database.transaction() as tx:
-                _terminate(settings, tx.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
-                tx.execute("SELECT 1")
+        with pytest.raises(psycopg.errors.AdminShutdown), database.transaction() as tx:
+            _terminate(settings, tx.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
+            tx.execute("SELECT 1")
         with database.reading() as conn:  # and the pool goes on with a new connection
             assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
     finally:

@@ -112,7 +112,7 @@ def test_transient_errors_back_off_and_fail_after_max_attempts(db, redis_client,
     attempts = attempts_of(db, order.fiscal_event_id)
     assert [a["outcome"] for a in attempts] == ["REINTENTO", "REINTENTO", "FALLIDO"]
     # exponential backoff: base 0.1 s × 2^attempts → the gaps between tries do not shrink
-    gaps = [(b["started_at"] - a["finished_at"]).total_seconds() for a, b in zip(attempts, attempts[1:])]
+    gaps = [(b["started_at"] - a["finished_at"]).total_seconds() for a, b in zip(attempts, attempts[1:], strict=False)]
     assert gaps[0] >= 0.2 and gaps[1] >= 0.4
     assert len(dead_letters_of(db, order.fiscal_event_id)) == 1
     assert fakes.effects("fiscal") == []

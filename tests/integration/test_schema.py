@@ -87,9 +87,8 @@ def test_audit_log_refuses_update_delete_and_truncate(db, statement):
     with db.transaction() as tx:
         audit.append(tx.conn, actor="laura", action="credit.approved", object_type="order", object_id="x")
         tx.commit()
-    with db.transaction() as tx:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
-            tx.execute(statement)
+    with db.transaction() as tx, pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+        tx.execute(statement)
     with db.reading() as conn:
         assert conn.execute("SELECT actor FROM audit_log").fetchone()["actor"] == "laura"
 
@@ -106,10 +105,9 @@ def test_transaction_rolls_back_unless_committed(db):
 
 
 def test_transaction_rolls_back_when_the_block_raises(db):
-    with pytest.raises(RuntimeError):
-        with db.transaction() as tx:
-            tx.execute("INSERT INTO warehouse (id, name) VALUES ('ERR', 'error')")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), db.transaction() as tx:
+        tx.execute("INSERT INTO warehouse (id, name) VALUES ('ERR', 'error')")
+        raise RuntimeError("boom")
     with db.reading() as conn:
         assert conn.execute("SELECT count(*) AS n FROM warehouse WHERE id = 'ERR'").fetchone()["n"] == 0
 
