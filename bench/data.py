@@ -12,11 +12,15 @@ import random
 import uuid
 from dataclasses import dataclass
 
+import redis
 from psycopg.types.json import Jsonb
+from rq import Queue
 from werkzeug.security import generate_password_hash
 
 from nexo import demo
 from nexo.auth.service import create_user
+from nexo.outbox import wakeup
+from nexo.settings import Settings
 
 WAREHOUSE = "CEN"
 PRICE_CENTS = 10_000  # ARS 100.00 per unit
@@ -150,3 +154,14 @@ def insert_confirmed_orders(db, data: BenchData, count: int) -> list[uuid.UUID]:
             )
         tx.commit()
     return [e[0] for e in events]
+
+
+def reset_relay(db, connection: redis.Redis) -> None:
+    """No event left to deliver and an empty relay queue, before a relay measurement."""
+    retire_pending_events(db)
+    queue = Settings.from_env().relay_queue
+    Queue(queue, connection=connection).empty()
+    # Emptying the queue may delete a drain job whose flag is still up (the HTTP phases' orders rang
+    # one that no worker ran): while that flag lives (a lease), every commit-time wake-up would be
+    # skipped and the next measurement's first events would wait for it to expire.
+    wakeup.clear_pending(connection, queue)

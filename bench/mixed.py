@@ -15,7 +15,7 @@ import time
 
 import redis
 
-from bench import relay
+from bench import data as bench_data
 from bench.cpu import CpuMeter
 from bench.load import percentile
 from bench.web import log_in_all
@@ -108,7 +108,7 @@ def run(run) -> dict:
     """The rising-rate steps against web + workers + sweeper + fakes; stops at the first unsustained step."""
     stack, db, data, scale = run.stack, run.db, run.data, run.scale
     connection = redis.Redis.from_url(stack.env["REDIS_URL"])
-    relay._reset(db, connection)
+    bench_data.reset_relay(db, connection)
     if not stack.fakes:
         stack.start_fakes()
     url = stack.start_web()

@@ -17,7 +17,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import redis
-from rq import Queue
 
 from bench import data as bench_data
 from bench import profile
@@ -27,16 +26,6 @@ from nexo.db import Database
 from nexo.orders import commands, service
 from nexo.outbox import wakeup
 from nexo.settings import Settings
-
-
-def _reset(db, connection: redis.Redis) -> None:
-    bench_data.retire_pending_events(db)
-    queue = Settings.from_env().relay_queue
-    Queue(queue, connection=connection).empty()
-    # Emptying the queue may delete a drain job whose flag is still up (the HTTP phases' orders rang
-    # one that no worker ran): while that flag lives (a lease), every commit-time wake-up would be
-    # skipped and the next measurement's first events would wait for it to expire.
-    wakeup.clear_pending(connection, queue)
 
 
 def _unsettled(db) -> dict:
@@ -67,7 +56,7 @@ def throughput(
     profile_default: bool = False,
 ) -> dict:
     """Pre-create `events` events, start `workers` RQ workers, enqueue the wake-ups; events/s until all ENTREGADO."""
-    _reset(db, connection)
+    bench_data.reset_relay(db, connection)
     ids = bench_data.insert_confirmed_orders(db, data, events // 2)
     procs = stack.start_workers(workers)  # returns once they listen: start-up is not measured
     try:
@@ -105,7 +94,7 @@ def throughput(
 
 def drain_throughput(stack: Stack, db, connection: redis.Redis, data: bench_data.BenchData, processes: int, events: int) -> dict:
     """Diagnostic: the same events delivered by `processes` bench.drain loops, with no RQ job per event."""
-    _reset(db, connection)
+    bench_data.reset_relay(db, connection)
     ids = bench_data.insert_confirmed_orders(db, data, events // 2)
     env = {**stack.env, "PYTHONUNBUFFERED": "1"}
     procs = [
@@ -169,7 +158,7 @@ def latency(
     workers: int = 1,
 ) -> dict:
     """Orders at `rate`/s for duration_s (direct create_order), relay as make run runs it; delivered_at − created_at."""
-    _reset(db, connection)
+    bench_data.reset_relay(db, connection)
     procs = stack.start_workers(workers) + [stack.start("sweeper")]
     previous = os.environ.get("RELAY_WAKEUP")
     os.environ["RELAY_WAKEUP"] = "on" if wakeup_on else "off"  # read by _steady_orders' Settings

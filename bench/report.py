@@ -6,6 +6,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from bench import growth, mixed
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -224,13 +226,9 @@ def table(results: dict) -> str:
             )
         lines.append("")
     if results.get("mixed"):
-        from bench.mixed import table as mixed_table
-
-        lines += mixed_table(results["mixed"])
+        lines += mixed.table(results["mixed"])
     if results.get("growth"):
-        from bench.growth import table as growth_table
-
-        lines += growth_table(results["growth"])
+        lines += growth.table(results["growth"])
     for title, checked in (
         ("Targets (issue 8)", results["targets"]),
         ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or []),

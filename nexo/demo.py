@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import click
+from flask import Flask
 from werkzeug.security import generate_password_hash
 
 from nexo.auth.service import create_user
+from nexo.extensions import get_db
 
 WAREHOUSES = [("CEN", "Centro"), ("NOR", "Norte")]
 
@@ -66,3 +69,25 @@ def load(conn, password: str) -> None:
         )
     for username, full_name, role in USERS:
         create_user(conn, username, full_name, _password_hash(password), [role])
+
+
+def init_app(app: Flask) -> None:
+    """Register `flask demo load`."""
+
+    @app.cli.group("demo")
+    def demo_group() -> None:
+        """Demo data commands."""
+
+    @demo_group.command("load")
+    @click.option("--if-empty", is_flag=True, help="Do nothing when the database already has users.")
+    def demo_load(if_empty: bool) -> None:
+        """Load the Nexo morning (CONTRACT.md) into the database."""
+        with get_db().transaction() as tx:
+            if not is_empty(tx.conn):
+                if if_empty:
+                    click.echo("demo data: the database already has data, left as is")
+                    return
+                raise click.ClickException("the database already has data; demo load needs an empty one")
+            load(tx.conn, app.config["NEXO_SETTINGS"].demo_password)
+            tx.commit()
+        click.echo("demo data: loaded the Nexo morning")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, current_app, g, render_template, request
+from flask import Blueprint, Flask, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
 from redis.exceptions import RedisError
@@ -38,10 +38,6 @@ DATABASE_DOWN_WRITE = (
     "La base de datos no responde, y no sabemos si la operación llegó a guardarse. "
     "Volvé a la página en unos segundos y revisá su estado antes de repetirla."
 )
-# Endpoints whose POST is safe to repeat after an unknown outcome, and what to tell the person. Their
-# 503 page carries the posted form back with a button that sends it again, unchanged.
-# nexo/orders registers the order form: its requestId makes a repeat return the same order (ADR-005).
-RETRY_ADVICE: dict[str, str] = {}
 
 # The last resort when even the error template cannot be rendered: no template, no database.
 _BARE_PAGE = (
@@ -51,7 +47,18 @@ _BARE_PAGE = (
 )
 
 
-def register_error_format(app, prefix: str, render) -> None:
+def init_app(app: Flask) -> None:
+    """Register the error pages (every status in Spanish, 503 on an outage of Postgres or Redis)."""
+    app.register_blueprint(bp)
+
+
+def advise_retry(app: Flask, endpoint: str, advice: str) -> None:
+    """Mark a POST endpoint as safe to repeat after an outage cut it (its 503 page offers to send the same
+    form again), with what to tell the person (nexo/orders: the requestId makes a repeat the same order)."""
+    app.extensions.setdefault("nexo.retry_advice", {})[endpoint] = advice
+
+
+def register_error_format(app: Flask, prefix: str, render) -> None:
     """Let a part of the site answer its errors in its own format: render(status, description) for paths
     under prefix (the JSON API answers problem+json, never an HTML page)."""
     app.extensions.setdefault("nexo.error_formats", []).append((prefix, render))
@@ -103,10 +110,11 @@ def database_down(error):
     g.database_unavailable = True
     if request.method in ("GET", "HEAD"):
         return render_error(503, DATABASE_DOWN_READ)
-    if request.endpoint in RETRY_ADVICE:
+    advice = current_app.extensions.get("nexo.retry_advice", {}).get(request.endpoint)
+    if advice:
         # The same fields, requestId included: "confirm again" never depends on the browser's Back
         # button keeping the form (a reloaded form would carry a new requestId).
-        return render_error(503, RETRY_ADVICE[request.endpoint], resubmit=list(request.form.items(multi=True)))
+        return render_error(503, advice, resubmit=list(request.form.items(multi=True)))
     return render_error(503, DATABASE_DOWN_WRITE)
 
 

@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import redis
-from flask import current_app
+from flask import Flask, current_app
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
+from nexo import form_input
 from nexo.db import Database
+from nexo.settings import Settings
 
 login_manager = LoginManager()
 csrf = CSRFProtect()
+
+
+def init_app(app: Flask, settings: Settings) -> None:
+    """The process's connection pool and Redis client, and CSRF on every form."""
+    # The last line of the form input guard (nexo/form_input.py): no control character a route let
+    # through reaches the database.
+    app.extensions["nexo.db"] = Database(
+        settings.database_url,
+        max_size=settings.db_pool_max,
+        timeout_s=settings.db_pool_timeout_s,
+        configure=form_input.refuse_control_characters,
+    )
+    app.extensions["nexo.redis"] = make_redis(settings.redis_url)
+    csrf.init_app(app)
 
 
 def get_db() -> Database:
@@ -24,13 +40,8 @@ def get_redis() -> redis.Redis:
 
 
 def get_wakeup():
-    """The application's relay wake-up (nexo.outbox.wakeup.Wakeup), built once in create_app."""
+    """The application's relay wake-up (nexo.outbox.wakeup.Wakeup), built once by nexo.outbox.init_app."""
     return current_app.extensions["nexo.wakeup"]
-
-
-def get_client_options():
-    """The order form's client select of this process (nexo.orders.client_options.ClientOptions)."""
-    return current_app.extensions["nexo.client_options"]
 
 
 def make_redis(url: str) -> redis.Redis:

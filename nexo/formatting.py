@@ -1,6 +1,6 @@
 """How every page shows money, moments and durations to people in Argentina (one place, so all pages agree).
 
-create_app registers each one once for every template, under one name: `|money`, `|local_time`,
+init_app registers each one once for every template, under one name: `|money`, `|local_time`,
 `|duration`.
 """
 
@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+from flask import Flask
+
 # Argentina keeps UTC-3 all year (no daylight saving since 2009); a fact, not a business setting.
 ARGENTINA = timezone(timedelta(hours=-3), "ART")
+
+
+def init_app(app: Flask) -> None:
+    """Give every template `|money`, `|local_time` (`seconds=True` on the dead-letter pages) and `|duration`."""
+    app.add_template_filter(format_ars, "money")
+    app.add_template_filter(format_local, "local_time")
+    app.add_template_filter(format_duration, "duration")
 
 
 def format_ars(cents: int | None) -> str:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, Flask, jsonify
 
+from nexo import auth
 from nexo.extensions import get_db, get_redis
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger(__name__)
+
+
+def init_app(app: Flask) -> None:
+    """Register /health, open to anyone (a load balancer or a supervisor asks it)."""
+    app.register_blueprint(bp)
+    auth.allow_anonymous(app, "health.health")
 
 
 @bp.route("/health")

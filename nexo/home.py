@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, redirect, render_template, url_for
+from flask import Blueprint, Flask, redirect, render_template, url_for
 from flask_login import current_user
 
 bp = Blueprint("home", __name__)
+
+
+def init_app(app: Flask) -> None:
+    """Register the landing page."""
+    app.register_blueprint(bp)
+
 
 # Where each permission's owner starts their morning, in order of precedence.
 START_PAGES = [
     ("orders.create", "orders.new_order"),
     ("credit.authorize", "credit.queue"),
-    ("warehouse.view", "warehouse.handoffs"),
+    ("warehouse.view", "handoffs.list_handoffs"),
     ("ops.view", "ops.dashboard"),
 ]
 

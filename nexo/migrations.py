@@ -6,7 +6,9 @@ import hashlib
 import logging
 from pathlib import Path
 
+import click
 import psycopg
+from flask import Flask
 
 log = logging.getLogger(__name__)
 
@@ -43,3 +45,17 @@ def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_ID])
     return done
+
+
+def init_app(app: Flask) -> None:
+    """Register `flask db upgrade`."""
+
+    @app.cli.group("db")
+    def db_group() -> None:
+        """Database schema commands."""
+
+    @db_group.command("upgrade")
+    def db_upgrade() -> None:
+        """Apply pending migrations (safe to run twice, or from two processes at once)."""
+        applied = upgrade(app.config["NEXO_SETTINGS"].database_url)
+        click.echo(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))

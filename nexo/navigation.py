@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from flask import g, url_for
+from flask import Flask, current_app, g, url_for
 from flask_login import current_user
 
 log = logging.getLogger(__name__)
@@ -14,15 +15,21 @@ NAV_ITEMS = [
     ("Nuevo pedido", "orders.new_order", "orders.create"),
     ("Mis pedidos", "orders.list_orders", "orders.create"),
     ("Autorizaciones", "credit.queue", "credit.authorize"),
-    ("Depósito", "warehouse.handoffs", "warehouse.view"),
+    ("Depósito", "handoffs.list_handoffs", "warehouse.view"),
     ("Operaciones", "ops.dashboard", "ops.view"),
     ("Entregas fallidas", "deadletters.list_dead_letters", "dlq.admin"),
     ("Claves de API", "apikeys_admin.list_keys", "ops.view"),
 ]
 
-# Optional badges (e.g. the count of orders waiting for credit), registered by the capability
-# packages: endpoint -> function returning an int or None.
-NAV_BADGES: dict = {}
+
+def init_app(app: Flask) -> None:
+    """Give every template the menu (`nav_links()`)."""
+    app.context_processor(lambda: {"nav_links": nav_links})
+
+
+def add_badge(app: Flask, endpoint: str, count: Callable[[], int | None]) -> None:
+    """Show count() next to a menu link (e.g. the orders waiting for credit); None shows no badge."""
+    app.extensions.setdefault("nexo.nav_badges", {})[endpoint] = count
 
 
 def nav_links() -> list[dict]:
@@ -31,7 +38,7 @@ def nav_links() -> list[dict]:
         return []
     links = []
     # During a database outage (nexo/errors.py) the 503 page shows the links without their counts.
-    badges = {} if g.get("database_unavailable") else NAV_BADGES
+    badges = {} if g.get("database_unavailable") else current_app.extensions.get("nexo.nav_badges", {})
     for label, endpoint, permission in NAV_ITEMS:
         if current_user.can(permission):
             badge = badges.get(endpoint)

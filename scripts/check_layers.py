@@ -1,4 +1,5 @@
-"""Check that imports run one way, down Nexo's layer order, and that only nexo/settings.py reads the environment.
+"""Check that imports run one way, down Nexo's layer order, with no cycle anywhere, and that only
+nexo/settings.py reads the environment.
 
 Usage: python scripts/check_layers.py   (exit status 1 and one line per violation when something is wrong;
 tests/unit/test_layers.py runs it inside `make test`). The order is explained in docs/architecture.md.
@@ -18,11 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Keep docs/architecture.md's table in step with this list.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "lock_order"}),
+    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "states"}),
     ("platform", {"extensions", "audit", "telemetry", "processes", "security", "errors", "navigation"}),
+    ("stock", {"stock"}),
     ("outbox", {"outbox"}),
     ("identity", {"auth"}),
-    ("domain", {"orders", "credit", "deadletters", "warehouse"}),
+    ("domain", {"orders", "credit", "deadletters", "handoffs"}),
     ("pages", {"ops", "api", "demo", "health", "home"}),
     ("app factory", {"nexo"}),
     ("processes", {"app", "jobs"}),
@@ -106,6 +108,103 @@ def python_files() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*.py") if not SKIPPED_DIRS.intersection(p.relative_to(ROOT).parts))
 
 
+def module_graph() -> dict[str, dict[str, int]]:
+    """Every repository module (nexo, jobs, bench, scripts, sandbox, tests) → the repository modules it imports,
+    with the line of the first import; imports inside functions count too (they run, only later).
+
+    A name is resolved to a module file when one exists (`from nexo import audit` → nexo.audit), and a
+    bare name to a sibling script (`import supervisor_conf` in scripts/) when that file is there.
+    """
+    files = {module_name(p): p for p in python_files()}
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        edges: dict[str, int] = {}
+        for line, name in _all_imports(tree, module, path.name == "__init__.py"):
+            target = _resolve(name, path, files)
+            if target and target != module:
+                edges.setdefault(target, line)
+        graph[module] = edges
+    return graph
+
+
+def _all_imports(tree: ast.Module, module: str, is_package: bool) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(package + ([base] if base else []))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _resolve(name: str, importer: Path, files: dict[str, Path]) -> str | None:
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in files:
+            return candidate
+        sibling = module_name(importer.parent / "x.py").rpartition(".")[0]
+        if sibling and f"{sibling}.{candidate}" in files and importer.parent.name == "scripts":
+            return f"{sibling}.{candidate}"
+    return None
+
+
+def import_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The import cycles of the graph: each strongly connected group of modules, as a closed path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(_closed_path(sorted(group), graph))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def _closed_path(group: list[str], graph: dict[str, dict[str, int]]) -> list[str]:
+    # A shortest way back to the first module, for a message a person can follow.
+    start, members = group[0], set(group)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for target in sorted(graph[node]):
+            if target == start:
+                return [*paths[node], start]
+            if target in members and target not in paths:
+                paths[target] = [*paths[node], target]
+                queue.append(target)
+    return group
+
+
 def check() -> list[str]:
     """Every violation, as 'path:line: message' (an empty list when the code follows the rules)."""
     problems = []
@@ -139,6 +238,17 @@ def check() -> list[str]:
                     f"{rel}:{line}: {source} ({LAYERS[LAYER_OF[source]][0]}) imports {target_module} "
                     f"({LAYERS[LAYER_OF[target]][0]}): imports must go to a lower layer"
                 )
+    graph = module_graph()
+    for cycle in import_cycles(graph):
+        first, second = cycle[0], cycle[1]
+        path = ROOT / (first.replace(".", "/") + ".py")
+        if not path.exists():
+            path = ROOT / first.replace(".", "/") / "__init__.py"
+        problems.append(
+            f"{path.relative_to(ROOT).as_posix()}:{graph[first][second]}: import cycle "
+            + " → ".join(cycle)
+            + " (move what both need to a module below them)"
+        )
     return problems
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from nexo.orders.commands import MAX_LINE_QUANTITY, MAX_LINES
+from nexo.states import OrderStatus
 
 # No control characters (Unicode Cc: C0, DEL, C1) in any text an integration sends: they have no place
 # in a SKU, a warehouse code or a delivery method; the same set the forms refuse (nexo/form_input.py).
@@ -40,7 +41,7 @@ class OrdersQuery(BaseModel):
     """GET /api/v1/orders query: filter, page size and the opaque cursor of the previous page."""
 
     model_config = ConfigDict(extra="forbid")
-    status: Literal["CONFIRMADO", "PENDIENTE_AUTORIZACION", "RECHAZADO"] | None = None
+    status: OrderStatus | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9_-]*$")] | None = None
 
@@ -64,7 +65,7 @@ class OrderOut(BaseModel):
     """The order as it is now (a replay shows the current status, see ADR-015)."""
 
     id: uuid.UUID
-    status: Literal["CONFIRMADO", "PENDIENTE_AUTORIZACION", "RECHAZADO"]
+    status: OrderStatus
     billing_status: str
     client_id: uuid.UUID
     deposit_id: str

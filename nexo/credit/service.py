@@ -18,9 +18,11 @@ from typing import ClassVar
 from nexo import audit
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
-from nexo.lock_order import in_lock_order
 from nexo.outbox.order_events import add_order_confirmed_events
 from nexo.outbox.wakeup import Wakeup
+from nexo.states import BillingStatus, OrderStatus, ReservationKind
+from nexo.stock import reservations as stock
+from nexo.stock.lock_order import in_lock_order
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -84,7 +86,7 @@ class Decided:
     @property
     def outcome(self) -> str:
         """'approved' or 'rejected', for logs and metric labels."""
-        return "approved" if self.status == "CONFIRMADO" else "rejected"
+        return "approved" if self.status == OrderStatus.CONFIRMADO else "rejected"
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,8 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     order = repo.mark_decided(
         conn,
         cmd.order_id,
-        status="CONFIRMADO",
-        billing_status="PENDIENTE_FACTURACION",
+        status=OrderStatus.CONFIRMADO,
+        billing_status=BillingStatus.PENDIENTE_FACTURACION,
         officer_id=cmd.officer_id,
         note=_clean(cmd.note),
     )
@@ -177,14 +179,14 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     seen = CreditFigures(
         _given(cmd.seen_exposure_cents, now.exposure_cents), _given(cmd.seen_limit_cents, now.limit_cents), now.total_cents
     )
-    reservations = repo.lock_reservations(conn, cmd.order_id)
+    reservations = stock.lock_reservations(conn, cmd.order_id)
     # Laura must not confirm what nobody reserved (CU-02): a released (or missing) reservation refuses.
     released = tuple(r["sku"] for r in reservations if r["released_at"] is not None)
     if released or not reservations:
         return ReservationReleased(cmd.order_id, released)
     if seen != now:
         return FiguresChanged(cmd.order_id, seen=seen, current=now)
-    repo.make_reservations_firm(conn, cmd.order_id)
+    stock.make_firm(conn, cmd.order_id)
     exposure_after = repo.add_exposure(conn, order["client_id"], order["total_cents"])
     payload = order_event_payload(conn, cmd.order_id)
     event_ids = tuple(add_order_confirmed_events(conn, order_id=cmd.order_id, payload=payload, request_id=cmd.correlation_id))
@@ -204,22 +206,29 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
             "event_ids": [str(e) for e in event_ids],
         },
     )
-    return Decided(cmd.order_id, "CONFIRMADO", now, event_ids)
+    return Decided(cmd.order_id, OrderStatus.CONFIRMADO, now, event_ids)
 
 
 def _reject(conn, cmd: RejectOrder) -> DecisionResult:
     order = repo.mark_decided(
-        conn, cmd.order_id, status="RECHAZADO", billing_status="NO_APLICA", officer_id=cmd.officer_id, note=cmd.reason.strip()
+        conn,
+        cmd.order_id,
+        status=OrderStatus.RECHAZADO,
+        billing_status=BillingStatus.NO_APLICA,
+        officer_id=cmd.officer_id,
+        note=cmd.reason.strip(),
     )
     if order is None:
         return _not_pending(conn, cmd.order_id)
     client = repo.read_client(conn, order["client_id"])
     figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
-    held = [r for r in repo.lock_reservations(conn, cmd.order_id) if r["kind"] == "BLANDA" and r["released_at"] is None]
-    # The stock rows in the one lock order order entry also uses (ADR-002, nexo/lock_order.py).
+    held = [
+        r for r in stock.lock_reservations(conn, cmd.order_id) if r["kind"] == ReservationKind.BLANDA and r["released_at"] is None
+    ]
+    # The stock rows in the one lock order order entry also uses (ADR-002, nexo/stock/lock_order.py).
     for r in in_lock_order(held, sku=lambda r: r["sku"]):
-        repo.give_back_stock(conn, r["product_id"], r["warehouse_id"], r["quantity"])
-    repo.mark_reservations_released(conn, cmd.order_id)
+        stock.give_back(conn, r["product_id"], r["warehouse_id"], r["quantity"])
+    stock.mark_soft_released(conn, cmd.order_id)
     audit.append(
         conn,
         actor=cmd.officer_username,
@@ -232,7 +241,7 @@ def _reject(conn, cmd: RejectOrder) -> DecisionResult:
             "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in held],
         },
     )
-    return Decided(cmd.order_id, "RECHAZADO", figures)
+    return Decided(cmd.order_id, OrderStatus.RECHAZADO, figures)
 
 
 def _not_pending(conn, order_id) -> AlreadyDecided | NotFound:

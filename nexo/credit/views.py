@@ -13,7 +13,7 @@ from nexo.credit import queries, service
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
-from nexo.navigation import NAV_BADGES
+from nexo.states import OrderStatus
 from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("credit", __name__, url_prefix="/credit")
@@ -112,7 +112,7 @@ def _respond(result: service.DecisionResult, form):
     back = url_for("credit.queue", **QueueFilters.from_args(dict(parse_qsl(form.filters.data or ""))).query_args())
     match result:
         case service.Decided(order_id=order_id, status=status):
-            word = "autorizado y confirmado" if status == "CONFIRMADO" else "rechazado"
+            word = "autorizado y confirmado" if status == OrderStatus.CONFIRMADO else "rechazado"
             flash(f"Pedido {str(order_id)[:8]} {word}.", "info")
             return redirect(back, 303)
         case service.NotFound():
@@ -137,6 +137,3 @@ def pending_badge() -> int | None:
     except Exception:  # a badge is never a reason to fail a page
         log.warning("credit badge unavailable", exc_info=True)
         return None
-
-
-NAV_BADGES["credit.queue"] = pending_badge

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from nexo.outbox.registry import NAMES
+from nexo.states import DeadLetterStatus
 
 DESTINATIONS = NAMES  # every query names its destinations (ADR-010); the list is the outbox's
-STATUSES = ("pending", "resolved", "discarded")
+STATUSES = tuple(DeadLetterStatus)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def list_page(conn, f: ListFilter, *, limit: int, offset: int) -> list[dict]:
 
 def pending_ids(conn, f: ListFilter, *, limit: int) -> list[int]:
     """Ids of the pending dead letters a bulk action would touch, oldest first, at most `limit`."""
-    where, params = _where(ListFilter(**{**f.__dict__, "status": "pending"}))
+    where, params = _where(ListFilter(**{**f.__dict__, "status": DeadLetterStatus.PENDING}))
     rows = conn.execute(
         f"SELECT d.id {_FROM} WHERE {where} ORDER BY d.last_failed_at, d.id LIMIT %(limit)s",
         {**params, "limit": limit},
@@ -110,7 +111,7 @@ def pending_ids(conn, f: ListFilter, *, limit: int) -> list[int]:
     return [r["id"] for r in rows]
 
 
-def groups(conn, *, destinations: tuple[str, ...], status: str = "pending") -> list[dict]:
+def groups(conn, *, destinations: tuple[str, ...], status: str = DeadLetterStatus.PENDING) -> list[dict]:
     """Dead letters counted by destination and error signature, biggest group first."""
     return conn.execute(
         """

@@ -18,6 +18,7 @@ from nexo.db import Database
 from nexo.deadletters import queries, repository
 from nexo.outbox import repository as outbox
 from nexo.outbox.wakeup import Wakeup
+from nexo.states import DeadLetterStatus
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class EventNotFailed:
     dead_letter_id: int
     event_id: uuid.UUID
     outcome: ClassVar[str] = "conflict"
-    status: ClassVar[str] = "pending"
+    status: ClassVar[DeadLetterStatus] = DeadLetterStatus.PENDING
 
 
 # What replay/discard decided; the views map each case to 303 / 404 / 409. `outcome` is each case's
@@ -214,7 +215,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
             tx.conn,
             dead_letter_id=dead_letter_id,
             destination=state["destination"],
-            status="resolved",
+            status=DeadLetterStatus.RESOLVED,
             actor=actor,
             note=note or None,
         )
@@ -242,7 +243,7 @@ def replay(db: Database, dead_letter_id: int, actor: str, note: str | None = Non
     if wakeup is not None:
         wakeup.request_delivery([row["event_id"]])
     log.info("dead letter %s replayed by %s (event %s)", dead_letter_id, actor, row["event_id"])
-    return Done(dead_letter_id, event_id=row["event_id"], status="resolved", resolved_by=actor)
+    return Done(dead_letter_id, event_id=row["event_id"], status=DeadLetterStatus.RESOLVED, resolved_by=actor)
 
 
 def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> ActionResult:
@@ -257,7 +258,7 @@ def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> Actio
             tx.conn,
             dead_letter_id=dead_letter_id,
             destination=state["destination"],
-            status="discarded",
+            status=DeadLetterStatus.DISCARDED,
             actor=actor,
             note=reason.strip(),
         )
@@ -273,7 +274,7 @@ def discard(db: Database, dead_letter_id: int, actor: str, reason: str) -> Actio
         )
         tx.commit()
     log.info("dead letter %s discarded by %s (event %s)", dead_letter_id, actor, row["event_id"])
-    return Done(dead_letter_id, event_id=row["event_id"], status="discarded", resolved_by=actor)
+    return Done(dead_letter_id, event_id=row["event_id"], status=DeadLetterStatus.DISCARDED, resolved_by=actor)
 
 
 def preview_group(db: Database, f: queries.ListFilter) -> tuple[list[int], bool]:
@@ -304,7 +305,7 @@ def act_on_group(
     if action == "discard" and not (note and note.strip()):
         raise ValueError("a discard needs a reason")
     batch = str(uuid.uuid4())
-    status = "resolved" if action == "replay" else "discarded"
+    status = DeadLetterStatus.RESOLVED if action == "replay" else DeadLetterStatus.DISCARDED
     with db.transaction() as tx:
         rows = repository.resolve_pending_many(
             tx.conn, dead_letter_ids=ids, destination=destination, status=status, actor=actor, note=note or None

@@ -16,8 +16,8 @@ from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_local
-from nexo.navigation import NAV_BADGES
 from nexo.outbox.registry import LABELS
+from nexo.states import DeadLetterStatus
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
@@ -108,8 +108,10 @@ def _after_action(result: service.ActionResult, done_message: str):
             return redirect(url_for("deadletters.detail", dead_letter_id=dead_letter_id), code=303)
         case service.NotFound():
             abort(404)
-        case service.AlreadyResolved(status="resolved" | "discarded" as status, resolved_by=by, resolved_at=at):
-            verb = "reprocesó" if status == "resolved" else "descartó"
+        case service.AlreadyResolved(
+            status=DeadLetterStatus.RESOLVED | DeadLetterStatus.DISCARDED as status, resolved_by=by, resolved_at=at
+        ):
+            verb = "reprocesó" if status == DeadLetterStatus.RESOLVED else "descartó"
             return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {format_local(at, seconds=True)}.")
         case service.AlreadyResolved() | service.EventNotFailed():
             return render_error(409, "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir.")
@@ -182,7 +184,7 @@ def bulk_preview():
     if not query.destination.data:
         # ADR-010, isolation per destination: a group action never spans two destinations.
         return render_error(400, "Elegí un destino: una acción en grupo nunca mezcla destinos.")
-    ids, more = service.preview_group(get_db(), _filter_from(query, status="pending"))
+    ids, more = service.preview_group(get_db(), _filter_from(query, status=DeadLetterStatus.PENDING))
     form = BulkForm(
         formdata=None,
         action=action,
@@ -229,6 +231,3 @@ def pending_badge() -> int | None:
     """Pending dead letters for the navigation (ADR-004: a dead letter is not a state nobody reads)."""
     with get_db().reading() as conn:
         return queries.pending_count(conn) or None
-
-
-NAV_BADGES["deadletters.list_dead_letters"] = pending_badge

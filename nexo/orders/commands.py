@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nexo.orders.fingerprint import normalise_sku
+from nexo.states import OrderStatus
 
 # The short names of create_order's outcomes (the result classes below), for logs and metric labels.
 CONFIRMED = "confirmed"  # new order within the credit limit (RN-01)
@@ -59,7 +60,7 @@ class Confirmed:
 
     order_id: uuid.UUID
     outcome: ClassVar[str] = CONFIRMED
-    order_status: ClassVar[str] = "CONFIRMADO"
+    order_status: ClassVar[OrderStatus] = OrderStatus.CONFIRMADO
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class PendingAuthorization:
 
     order_id: uuid.UUID
     outcome: ClassVar[str] = PENDING_AUTHORIZATION
-    order_status: ClassVar[str] = "PENDIENTE_AUTORIZACION"
+    order_status: ClassVar[OrderStatus] = OrderStatus.PENDIENTE_AUTORIZACION
 
 
 @dataclass(frozen=True)

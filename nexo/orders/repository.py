@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nexo.states import BillingStatus, OrderStatus
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -34,11 +36,6 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
         [request_id, request_hash, fingerprint_version],
     ).fetchone()
     return Claim(row["inserted"], row["request_hash"], row["fingerprint_version"], row["order_id"])
-
-
-def link_request_to_order(conn, request_id, order_id) -> None:
-    """Point the claimed key at the order created in the same transaction."""
-    conn.execute("UPDATE idempotency_keys SET order_id = %s WHERE request_id = %s", [order_id, request_id])
 
 
 @dataclass(frozen=True)
@@ -111,13 +108,13 @@ def record_order(
                   WHERE id = %(client)s AND exposure_cents + %(total)s <= credit_limit_cents
                  RETURNING id),
              decided AS (
-                 SELECT CASE WHEN EXISTS (SELECT 1 FROM charged) THEN 'CONFIRMADO'
-                             ELSE 'PENDIENTE_AUTORIZACION' END AS status),
+                 SELECT CASE WHEN EXISTS (SELECT 1 FROM charged) THEN %(confirmed)s
+                             ELSE %(pending)s END AS status),
              new_order AS (
                  INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,
                                      billing_status, delivery_method, api_key_id)
                  SELECT %(order)s, %(client)s, %(warehouse)s, %(salesperson)s, status, %(total)s,
-                        CASE status WHEN 'CONFIRMADO' THEN 'PENDIENTE_FACTURACION' ELSE 'NO_APLICA' END,
+                        CASE status WHEN %(confirmed)s THEN %(to_invoice)s ELSE %(not_invoiced)s END,
                         %(delivery)s, %(api_key)s
                    FROM decided
                  RETURNING status),
@@ -143,72 +140,15 @@ def record_order(
             "skus": skus,
             "quantities": quantities,
             "prices": prices,
+            "confirmed": OrderStatus.CONFIRMADO,
+            "pending": OrderStatus.PENDIENTE_AUTORIZACION,
+            "to_invoice": BillingStatus.PENDIENTE_FACTURACION,
+            "not_invoiced": BillingStatus.NO_APLICA,
         },
     ).fetchone()["status"]
 
 
-def reserve_lines(conn, *, order_id, warehouse_id: str, kind: str, lines: list[tuple]) -> set:
-    """ADR-002 for every line in one statement; returns the product ids reserved (a missing one: insufficient).
-
-    lines are (product_id, quantity) in the stock lock order (nexo/lock_order.py). The `locked` CTE
-    takes the stock rows FOR UPDATE in that order (the lock step runs above the sort), so two orders
-    still never deadlock; the UPDATE is
-    the conditional one, `on_hand - reserved >= quantity`, re-checked on the row's latest version, and
-    the CHECK disponible_no_negativo still refuses any writer that skips it. Each reserved row gets
-    its reservation; expires_at stays NULL because RN-07 (soft-reservation deadline) is BLOCKED.
-    """
-    products, quantities = (list(column) for column in zip(*lines, strict=True))
-    rows = conn.execute(
-        """
-        WITH wanted AS (
-                 SELECT * FROM unnest(%(products)s::uuid[], %(quantities)s::integer[]) WITH ORDINALITY
-                                   AS w(product_id, quantity, position)),
-             locked AS MATERIALIZED (
-                 SELECT s.product_id, w.quantity
-                   FROM stock_level s JOIN wanted w ON w.product_id = s.product_id
-                  WHERE s.warehouse_id = %(warehouse)s
-                  ORDER BY w.position
-                    FOR UPDATE OF s),
-             reserved AS (
-                 UPDATE stock_level s SET reserved = s.reserved + l.quantity
-                   FROM locked l
-                  WHERE s.product_id = l.product_id AND s.warehouse_id = %(warehouse)s
-                    AND s.on_hand - s.reserved >= l.quantity
-                 RETURNING s.product_id, l.quantity),
-             recorded AS (
-                 INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, expires_at)
-                 SELECT %(order)s, product_id, %(warehouse)s, quantity, %(kind)s, NULL FROM reserved)
-        SELECT product_id FROM reserved
-        """,
-        {"products": products, "quantities": quantities, "warehouse": warehouse_id, "order": order_id, "kind": kind},
-    ).fetchall()
-    return {row["product_id"] for row in rows}
-
-
-def insert_order(
-    conn,
-    *,
-    order_id,
-    client_id,
-    warehouse_id: str,
-    salesperson_id: int,
-    status: str,
-    total_cents: int,
-    billing_status: str,
-    delivery_method: str | None,
-) -> None:
-    """Insert the order header."""
-    conn.execute(
-        """
-        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status,
-                            delivery_method)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-        """,
-        [order_id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status, delivery_method],
-    )
-
-
-def order_status(conn, order_id) -> str | None:
+def order_status(conn, order_id) -> OrderStatus | None:
     """The order's current status (a replay shows the order as it is now, not as it was)."""
     row = conn.execute("SELECT status FROM orders WHERE id = %s", [order_id]).fetchone()
-    return row["status"] if row else None
+    return OrderStatus(row["status"]) if row else None

@@ -1,7 +1,7 @@
 """CU-01 create_order: one transaction that claims the intent, prices, decides credit, reserves and records.
 
 Lock order inside the transaction: idempotency key row → client row → stock rows in the SKU lock
-order of nexo/lock_order.py. The credit decisions (nexo/credit) take order row → client → stock in
+order of nexo/stock/lock_order.py. The credit decisions (nexo/credit) take order row → client → stock in
 that same order, so no two writers ever wait for each other in a circle (ADR-002).
 """
 
@@ -12,7 +12,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from nexo.lock_order import in_lock_order
 from nexo.orders import repository as repo
 from nexo.orders.commands import (
     INSUFFICIENT_STOCK,
@@ -32,6 +31,9 @@ from nexo.orders.commands import (
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
 from nexo.outbox.order_events import add_order_confirmed_events, order_payload
 from nexo.outbox.wakeup import Wakeup
+from nexo.states import OrderStatus, ReservationKind
+from nexo.stock import reservations as stock
+from nexo.stock.lock_order import in_lock_order
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -86,7 +88,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
     claim = repo.claim_request(conn, cmd.request_id, command_fingerprint(cmd), FINGERPRINT_VERSION)
     if not claim.inserted:
         return _replay_or_conflict(conn, cmd, claim)
-    # Priced, and so reserved, in the stock lock order (ADR-002, nexo/lock_order.py).
+    # Priced, and so reserved, in the stock lock order (ADR-002, nexo/stock/lock_order.py).
     wanted = in_lock_order(((normalise_sku(line.sku), line.quantity) for line in cmd.lines), sku=lambda w: w[0])
     context = repo.order_context(conn, cmd.client_id, cmd.warehouse_id, [sku for sku, _ in wanted])
     if context.client is None:
@@ -115,15 +117,15 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
         api_key_id=cmd.api_key_id,
         lines=[(line.product_id, line.sku, line.quantity, line.unit_price_cents) for line in priced],
     )
-    approved = status == "CONFIRMADO"
+    approved = status == OrderStatus.CONFIRMADO
 
     # 5. Reserve in the stock lock order (ADR-002), every line in one statement, so the salesperson sees every
     #    short line at once; the rollback undoes the reservations that did succeed.
-    reserved = repo.reserve_lines(
+    reserved = stock.reserve_lines(
         conn,
         order_id=order_id,
         warehouse_id=cmd.warehouse_id,
-        kind="FIRME" if approved else "BLANDA",
+        kind=ReservationKind.FIRME if approved else ReservationKind.BLANDA,
         lines=[(line.product_id, line.quantity) for line in priced],
     )
     problems = [LineProblem(line.sku, INSUFFICIENT_STOCK) for line in priced if line.product_id not in reserved]

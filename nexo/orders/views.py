@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 
-from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
-from nexo.errors import RETRY_ADVICE
-from nexo.extensions import get_client_options, get_db, get_wakeup
+from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, queries, service
+from nexo.orders.client_options import ClientOptions
 from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
 
 bp = Blueprint("orders", __name__)
@@ -20,9 +20,8 @@ ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 _REPLAYED_KEY = "orders.replayed"
 LOOKUP_PAGE = 20  # SKUs per page of the lookup, and on a fresh form
 MAX_LOOKUP_PAGES = 500  # 10,000 matches: enough to browse, past that a longer prefix finds it
-# A database outage can cut the order transaction before or after its commit. Confirming the same
-# form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).
-RETRY_ADVICE["orders.new_order"] = (
+# What the 503 page of an outage says on the order form (registered by nexo/orders/__init__.py).
+RETRY_ADVICE = (
     "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos confirmá "
     "el mismo formulario otra vez (con el botón de abajo): si ya se había guardado vas a ver ese mismo "
     "pedido, nunca uno duplicado."
@@ -111,7 +110,7 @@ def _render_form(
     # The SKU lookup (/orders/skus) finds the rest.
     typed = sorted({row.normalised_sku for row in rows if row.normalised_sku and not row.error})
     with get_db().reading() as conn:
-        client_options = get_client_options().html(conn, form.client_id.data)  # first: it reads the version
+        client_options = _client_options().html(conn, form.client_id.data)  # first: it reads the version
         context = {
             "warehouses": queries.warehouses(conn),
             "catalog": queries.catalog_of(conn, typed)
@@ -183,3 +182,8 @@ def list_orders():
     with get_db().reading() as conn:
         orders = queries.orders_of_salesperson(conn, current_user.id)
     return render_template("orders/list.html", orders=orders)
+
+
+def _client_options() -> ClientOptions:
+    """The order form's client select of this process (built by nexo/orders/__init__.py)."""
+    return current_app.extensions["nexo.client_options"]

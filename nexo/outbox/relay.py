@@ -31,12 +31,13 @@ from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.http_client import MAX_CONNECTIONS, HttpClient
 from nexo.outbox.registry import DESTINATIONS
 from nexo.settings import Settings
+from nexo.states import AttemptOutcome
 
 log = logging.getLogger(__name__)
 
 # delivery_attempt.outcome values (migration 0003)
-ENTREGADO, REINTENTO, FALLIDO, DESCARTADO = "ENTREGADO", "REINTENTO", "FALLIDO", "DESCARTADO_POR_LEASE"
-SIN_RESULTADO = "SIN_RESULTADO"  # migration 0065: the attempt ended (killed, unwritable) without an outcome
+ENTREGADO, REINTENTO, FALLIDO = AttemptOutcome.ENTREGADO, AttemptOutcome.REINTENTO, AttemptOutcome.FALLIDO
+DESCARTADO, SIN_RESULTADO = AttemptOutcome.DESCARTADO_POR_LEASE, AttemptOutcome.SIN_RESULTADO
 # Events of one destination claimed and delivered together at most: the lanes of every destination
 # together stay within the HTTP client's connections, so no request of a batch spends its deadline
 # waiting for a connection (http_client.py).

@@ -8,6 +8,7 @@ from psycopg.types.json import Jsonb
 
 from nexo.outbox import registry
 from nexo.outbox.storable import storable_text
+from nexo.states import AttemptOutcome
 
 
 def add_events(conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None) -> list[uuid.UUID]:
@@ -163,7 +164,9 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
     if not outcomes:
         return set()
     ids, tokens, kinds, delays, errors = (list(column) for column in zip(*outcomes, strict=True))
-    errors = [None if kind == "ENTREGADO" else storable_text(error) for kind, error in zip(kinds, errors, strict=True)]
+    errors = [
+        None if kind == AttemptOutcome.ENTREGADO else storable_text(error) for kind, error in zip(kinds, errors, strict=True)
+    ]
     # Lock the rows in id order first: two claimants recording overlapping events (one whose lease
     # expired, one that took them over) then never wait on each other in a cycle, whatever order
     # their batches came in and whatever plan the UPDATE below gets.

@@ -60,3 +60,34 @@ def exposure(db, name: str) -> int:
     """A client's exposure in cents."""
     with db.reading() as conn:
         return conn.execute("SELECT exposure_cents FROM client WHERE name = %s", [name]).fetchone()["exposure_cents"]
+
+
+# Writers only tests need: a half-made order inside a transaction the test keeps open.
+
+
+def insert_order(
+    conn,
+    *,
+    order_id,
+    client_id,
+    warehouse_id: str,
+    salesperson_id: int,
+    status: str,
+    total_cents: int,
+    billing_status: str,
+    delivery_method: str | None,
+) -> None:
+    """Insert the order header."""
+    conn.execute(
+        """
+        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status,
+                            delivery_method)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+        """,
+        [order_id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status, delivery_method],
+    )
+
+
+def link_request_to_order(conn, request_id, order_id) -> None:
+    """Point the claimed key at the order created in the same transaction."""
+    conn.execute("UPDATE idempotency_keys SET order_id = %s WHERE request_id = %s", [order_id, request_id])

@@ -19,7 +19,7 @@ from nexo.orders.commands import (
 )
 from nexo.orders.fingerprint import FINGERPRINT_VERSION
 from nexo.orders.service import command_fingerprint, create_order
-from tests.integration.order_helpers import client_id, command, count, exposure, stock
+from tests.integration.order_helpers import client_id, command, count, exposure, link_request_to_order, stock
 
 NOTHING_PERSISTED = [
     "SELECT count(*) FROM idempotency_keys",
@@ -265,7 +265,7 @@ def test_claim_reports_inserted_only_for_the_transaction_that_created_the_key(db
             " SELECT %s, %s, 'CEN', min(id), 'CONFIRMADO', 0 FROM app_user",
             [order_id, cid],
         )
-        repository.link_request_to_order(tx.conn, request_id, order_id)
+        link_request_to_order(tx.conn, request_id, order_id)
         tx.commit()
     with db.transaction() as tx:
         claim = repository.claim_request(tx.conn, request_id, "h2", 1)

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from nexo.orders import repository
 from nexo.orders.commands import CONFIRMED, INSUFFICIENT_STOCK, PENDING_AUTHORIZATION, REJECTED, REPLAYED
 from nexo.orders.service import command_fingerprint, create_order
-from tests.integration.order_helpers import command, count, exposure, stock
+from tests.integration.order_helpers import command, count, exposure, insert_order, link_request_to_order, stock
 
 
 def run_together(db, commands):
@@ -68,7 +68,7 @@ def _hold_claim_in_open_transaction(db, cmd, *, with_order: bool):
     order_id = None
     if with_order:
         order_id = uuid.uuid4()
-        repository.insert_order(
+        insert_order(
             tx.conn,
             order_id=order_id,
             client_id=cmd.client_id,
@@ -79,7 +79,7 @@ def _hold_claim_in_open_transaction(db, cmd, *, with_order: bool):
             billing_status="NO_APLICA",
             delivery_method=None,
         )
-        repository.link_request_to_order(tx.conn, cmd.request_id, order_id)
+        link_request_to_order(tx.conn, cmd.request_id, order_id)
     return ctx, tx, order_id
 
 

@@ -17,9 +17,9 @@ import pytest
 from psycopg import sql
 
 from nexo.credit.service import Decided
-from nexo.lock_order import in_lock_order, sku_lock_key
 from nexo.orders.commands import CONFIRMED
 from nexo.orders.service import create_order
+from nexo.stock.lock_order import in_lock_order, sku_lock_key
 from tests.integration.order_helpers import command, count, stock
 from tests.integration.test_credit_decisions import approve, pending_order, reject
 

@@ -6,21 +6,21 @@ from flask import Blueprint, render_template, request
 
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
-from nexo.warehouse import queries
+from nexo.handoffs import queries
 
-bp = Blueprint("warehouse", __name__)
+bp = Blueprint("handoffs", __name__)
 
 
 @bp.route("/warehouse")
 @permission_required("warehouse.view")
-def handoffs():
+def list_handoffs():
     """List the handoffs the warehouse system accepted, newest first, with ticket, client and lines."""
     page = max(1, request.args.get("page", 1, type=int) or 1)
     with get_db().reading() as conn:
         rows = queries.delivered_handoffs(conn, limit=queries.PAGE_SIZE, offset=(page - 1) * queries.PAGE_SIZE)
         counts = queries.handoff_counts(conn)
     return render_template(
-        "warehouse/handoffs.html",
+        "handoffs/list.html",
         handoffs=rows,
         counts=counts,
         page=page,

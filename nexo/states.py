@@ -1,0 +1,59 @@
+"""The states of Nexo's rows, one StrEnum each, spelled as the database's CHECK constraints spell them.
+
+A member is a str, so it goes to Postgres as a bound parameter and comes back as the same text; the
+values are the seed's Spanish business names (STYLE.md), except the dead-letter ones (ADR-010).
+`tests/integration/test_schema.py` checks each enum against the CHECK constraint of its column.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class OrderStatus(StrEnum):
+    """orders.status."""
+
+    CONFIRMADO = "CONFIRMADO"  # within the credit limit, or authorized by credit (RN-01, CU-02)
+    PENDIENTE_AUTORIZACION = "PENDIENTE_AUTORIZACION"  # over the limit, waiting for the credit officer (RN-02)
+    RECHAZADO = "RECHAZADO"  # refused by the credit officer (CU-02)
+
+
+class BillingStatus(StrEnum):
+    """orders.billing_status: where the invoice stands."""
+
+    NO_APLICA = "NO_APLICA"  # nothing to invoice (not confirmed)
+    PENDIENTE_FACTURACION = "PENDIENTE_FACTURACION"  # confirmed; the fiscal provider has not answered yet
+    FACTURADO = "FACTURADO"  # the fiscal provider issued the invoice
+
+
+class ReservationKind(StrEnum):
+    """stock_reservation.kind (ADR-002)."""
+
+    BLANDA = "BLANDA"  # held for an order waiting for credit; RN-07 (its deadline) is BLOCKED
+    FIRME = "FIRME"  # held for a confirmed order
+
+
+class EventStatus(StrEnum):
+    """outbox_event.status (ADR-004)."""
+
+    PENDIENTE = "PENDIENTE"
+    ENTREGADO = "ENTREGADO"
+    FALLIDO = "FALLIDO"
+
+
+class AttemptOutcome(StrEnum):
+    """delivery_attempt.outcome: how one try ended (ADR-008, ADR-014)."""
+
+    ENTREGADO = "ENTREGADO"
+    REINTENTO = "REINTENTO"  # a transient failure: PENDIENTE again after the backoff
+    FALLIDO = "FALLIDO"  # a permanent failure, or the cycle's last attempt: the event's dead letter opens
+    DESCARTADO_POR_LEASE = "DESCARTADO_POR_LEASE"  # our lease was taken over; the other claimant's outcome stands
+    SIN_RESULTADO = "SIN_RESULTADO"  # the attempt ended (killed, unwritable) without an outcome
+
+
+class DeadLetterStatus(StrEnum):
+    """dead_letter.status (ADR-010)."""
+
+    PENDING = "pending"
+    RESOLVED = "resolved"  # replayed: its event went back to PENDIENTE
+    DISCARDED = "discarded"
