@@ -1,30 +1,44 @@
-# The front door: `make run` starts Nexo, `make test` runs every test. Both need only Python 3.11+.
+# The front door: `make run` starts Nexo, `make test` runs every test (the lint gate first). Both need
+# only Python 3.11+.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test lint bench lock clean
 
-$(STAMP): requirements.txt
+# requirements-dev.txt is requirements.txt (what production installs) plus the tests, the linters and
+# the embedded servers, every package pinned with its hashes (`make lock` recompiles both from
+# pyproject.toml).
+$(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit("Nexo needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-dev.txt
 	@touch $(STAMP)
 
 run: $(STAMP)
 	$(PY) scripts/stack.py run
 
-test: $(STAMP)
+test: lint
 	@bash scripts/ensure_browser.sh
 	@bash scripts/ensure_promtool.sh
 	$(PY) scripts/stack.py test -- $(PYTEST_ARGS)
 
+# The gate CI runs (through `make test`): formatting, lint, types and the layer order.
+lint: $(STAMP)
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+	$(PY) scripts/check_layers.py
+
 bench: $(STAMP)
 	$(PY) scripts/stack.py exec --throwaway -- $(PY) -m bench
 
-lint: $(STAMP)
-	$(PY) -m ruff check .
+# Recompile the pinned, hashed requirements after editing pyproject.toml's dependencies.
+lock: $(STAMP)
+	$(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 --quiet -o requirements.txt
+	$(VENV)/bin/uv pip compile pyproject.toml --group dev -c requirements.txt --generate-hashes --python-version 3.11 \
+		--quiet -o requirements-dev.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache .mypy_cache test-artifacts
