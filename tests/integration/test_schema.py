@@ -1,5 +1,6 @@
 """Migrations and the guarantees the database itself enforces (ADR-002 CHECK, append-only audit log)."""
 
+import re
 import secrets
 import threading
 from urllib.parse import urlsplit, urlunsplit
@@ -7,7 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from nexo import audit, migrations
+from nexo import audit, migrations, states
 
 
 @pytest.fixture
@@ -133,3 +134,33 @@ def test_demo_data_is_the_nexo_morning(db):
     assert clients["Ferretería Platino SA"] == ("PLATINO", 100_000_000, 99_000_000)
     assert clients["Obras Rápidas SRL"] == ("REGULAR", 5_000_000, 0)
     assert users == {"vendedor1", "vendedor2", "laura", "sergio", "marta"}
+
+
+STATE_COLUMNS = [
+    (states.OrderStatus, "orders", "status"),
+    (states.BillingStatus, "orders", "billing_status"),
+    (states.ReservationKind, "stock_reservation", "kind"),
+    (states.EventStatus, "outbox_event", "status"),
+    (states.AttemptOutcome, "delivery_attempt", "outcome"),
+    (states.DeadLetterStatus, "dead_letter", "status"),
+]
+
+
+@pytest.mark.parametrize(("enum", "table", "column"), STATE_COLUMNS, ids=[f"{t}.{c}" for _, t, c in STATE_COLUMNS])
+def test_each_state_enum_spells_exactly_what_the_database_check_allows(db, enum, table, column):
+    # nexo/states.py and the CHECK constraints of the migrations are two spellings of one list: a state
+    # added to one and not the other would be refused by the database, or never written.
+    with db.reading() as conn:
+        definitions = [
+            r["definition"]
+            for r in conn.execute(
+                "SELECT pg_get_constraintdef(c.oid) AS definition FROM pg_constraint c"
+                " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY(c.conkey)"
+                " WHERE c.conrelid = %s::regclass AND c.contype = 'c' AND a.attname = %s"
+                "   AND array_length(c.conkey, 1) = 1",
+                [table, column],
+            ).fetchall()
+        ]
+    allowed = [set(re.findall(r"'([^']*)'::text", d)) for d in definitions if "ANY" in d or " IN " in d]
+    assert allowed, f"no CHECK lists the values of {table}.{column}"
+    assert {m.value for m in enum} in allowed
