@@ -11,6 +11,7 @@ from flask import Flask
 from nexo import (
     api,
     auth,
+    books,
     credit,
     deadletters,
     demo,
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None, test_config: dict[str, Any] | N
     formatting.init_app(app)  # |money, |local_time, |duration
     errors.init_app(app)  # error pages in Spanish; 503 when Postgres or Redis is down
     migrations.init_app(app)  # flask db upgrade
+    books.init_app(app)  # flask check: stock and credit add up
     auth.init_app(app)  # every page needs a login unless its package says otherwise; flask users
     navigation.init_app(app)  # the menu
     health.init_app(app)

@@ -16,6 +16,9 @@ class OrderStatus(StrEnum):
     CONFIRMADO = "CONFIRMADO"  # within the credit limit, or authorized by credit (RN-01, CU-02)
     PENDIENTE_AUTORIZACION = "PENDIENTE_AUTORIZACION"  # over the limit, waiting for the credit officer (RN-02)
     RECHAZADO = "RECHAZADO"  # refused by the credit officer (CU-02)
+    ANULADO = "ANULADO"  # cancelled before anything left the warehouse (guarantee 19)
+    DESPACHADO_PARCIAL = "DESPACHADO_PARCIAL"  # part of it left the warehouse
+    DESPACHADO = "DESPACHADO"  # all of it left the warehouse
 
 
 class BillingStatus(StrEnum):
@@ -24,6 +27,7 @@ class BillingStatus(StrEnum):
     NO_APLICA = "NO_APLICA"  # nothing to invoice (not confirmed)
     PENDIENTE_FACTURACION = "PENDIENTE_FACTURACION"  # confirmed; the fiscal provider has not answered yet
     FACTURADO = "FACTURADO"  # the fiscal provider issued the invoice
+    ANULADA = "ANULADA"  # the order was cancelled and the provider issued the invoice's credit note
 
 
 class ReservationKind(StrEnum):
@@ -39,6 +43,7 @@ class EventStatus(StrEnum):
     PENDIENTE = "PENDIENTE"
     ENTREGADO = "ENTREGADO"
     FALLIDO = "FALLIDO"
+    RETIRADO = "RETIRADO"  # withdrawn with its order's cancel: the destination never saw it (ADR-016)
 
 
 class AttemptOutcome(StrEnum):
@@ -49,6 +54,14 @@ class AttemptOutcome(StrEnum):
     FALLIDO = "FALLIDO"  # a permanent failure, or the cycle's last attempt: the event's dead letter opens
     DESCARTADO_POR_LEASE = "DESCARTADO_POR_LEASE"  # our lease was taken over; the other claimant's outcome stands
     SIN_RESULTADO = "SIN_RESULTADO"  # the attempt ended (killed, unwritable) without an outcome
+    RETIRADO = "RETIRADO"  # a cancellation whose original the destination never applied: nothing sent (ADR-016)
+
+
+# An order is open while something can still happen to it (CONTRACT.md: cancel, dispatch).
+OPEN_ORDER_STATUSES = (OrderStatus.CONFIRMADO, OrderStatus.PENDIENTE_AUTORIZACION, OrderStatus.DESPACHADO_PARCIAL)
+# Cancellable while nothing has left the warehouse; dispatchable once confirmed, until all has left.
+CANCELLABLE = (OrderStatus.CONFIRMADO, OrderStatus.PENDIENTE_AUTORIZACION)
+DISPATCHABLE = (OrderStatus.CONFIRMADO, OrderStatus.DESPACHADO_PARCIAL)
 
 
 class DeadLetterStatus(StrEnum):

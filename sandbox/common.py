@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -22,6 +23,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
@@ -39,12 +41,26 @@ CREATE TABLE IF NOT EXISTS effect (
 );
 CREATE TABLE IF NOT EXISTS counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+# Added after the first stores were written (kept in NEXO_DATA_DIR across restarts): the kind of effect,
+# `handoff` or `invoice` for every row written before cancellations existed.
+KIND_COLUMN = "ALTER TABLE effect ADD COLUMN kind TEXT NOT NULL DEFAULT '{default}'"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing a fake applies: POSTed to /<path>, listed as `kind`; `cancels` names the field of the body
+    that carries the key of the effect it undoes (a cancellation: that key must have been applied here)."""
+
+    path: str
+    kind: str
+    make_result: Callable[[int, dict | None], dict]  # (its sequence number, the effect it cancels or None)
+    cancels: str | None = None
 
 
 class Store:
     """Applied effects in SQLite: one connection behind a lock, so two requests racing on a key serialise."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, default_kind: str):
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -54,9 +70,13 @@ class Store:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(SCHEMA)
+        columns = {row["name"] for row in self._conn.execute("PRAGMA table_info(effect)")}
+        if "kind" not in columns:
+            self._conn.execute(KIND_COLUMN.format(default=default_kind))
 
-    def apply(self, key: str, payload: dict, make_result: Callable[[int], dict]) -> tuple[int, dict]:
-        """Apply the effect once per key: (201, result) first and on replays, (422, error) on a body mismatch."""
+    def apply(self, key: str, payload: dict, resource: Resource, counter: str) -> tuple[int, dict]:
+        """Apply the effect once per key: (201, result) first and on replays, (422, error) on a body mismatch
+        or, for a cancellation, when the effect it names was never applied here (a permanent refusal)."""
         body_hash = _hash(payload)
         with self._lock, self._transaction() as conn:
             row = conn.execute("SELECT body_hash, result FROM effect WHERE key = ?", [key]).fetchone()
@@ -65,14 +85,32 @@ class Store:
                     return 422, {"error": "idempotency_key_reused", "detail": "esta Idempotency-Key ya se usó con otro contenido"}
                 conn.execute("UPDATE effect SET deliveries = deliveries + 1 WHERE key = ?", [key])
                 return 201, json.loads(row["result"])
-            conn.execute("INSERT INTO counter (name, value) VALUES ('seq', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1")
-            seq = conn.execute("SELECT value FROM counter WHERE name = 'seq'").fetchone()["value"]
-            result = make_result(seq)
+            cancelled = None
+            if resource.cancels is not None:
+                original = conn.execute(
+                    "SELECT result FROM effect WHERE key = ?", [str(payload.get(resource.cancels))]
+                ).fetchone()
+                if original is None:
+                    return 422, {"error": "original_not_applied", "detail": "no se aplicó ningún efecto con esa clave"}
+                cancelled = json.loads(original["result"])
             conn.execute(
-                "INSERT INTO effect (key, body_hash, payload, result, applied_at) VALUES (?, ?, ?, ?, ?)",
-                [key, body_hash, json.dumps(payload), json.dumps(result), _now()],
+                "INSERT INTO counter (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1", [counter]
+            )
+            seq = conn.execute("SELECT value FROM counter WHERE name = ?", [counter]).fetchone()["value"]
+            result = resource.make_result(seq, cancelled)
+            conn.execute(
+                "INSERT INTO effect (key, body_hash, payload, result, applied_at, kind) VALUES (?, ?, ?, ?, ?, ?)",
+                [key, body_hash, json.dumps(payload), json.dumps(result), self._next_moment(conn), resource.kind],
             )
             return 201, result
+
+    @staticmethod
+    def _next_moment(conn: sqlite3.Connection) -> str:
+        # The list of effects is in the order they were applied, and applied_at never goes backwards in
+        # it, even if the wall clock does (a test checks a cancellation came after its original).
+        last = conn.execute("SELECT max(applied_at) AS last FROM effect").fetchone()["last"]
+        now = _now()
+        return now if last is None or now > last else last
 
     def get(self, key: str) -> dict | None:
         """The stored effect for a key, or None when that key was never applied."""
@@ -83,7 +121,7 @@ class Store:
     def effects(self) -> list[dict]:
         """Every applied effect, oldest first."""
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM effect ORDER BY applied_at, key").fetchall()
+            rows = self._conn.execute("SELECT * FROM effect ORDER BY rowid").fetchall()
         return [_effect(r) for r in rows]
 
     def reset(self) -> None:
@@ -105,6 +143,7 @@ class Store:
 
 def _effect(row: sqlite3.Row) -> dict:
     return {
+        "kind": row["kind"],
         "key": row["key"],
         "payload": json.loads(row["payload"]),
         "result": json.loads(row["result"]),
@@ -121,43 +160,55 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 1_000_000:06d}Z"
 
 
-def create_fake(name: str, resource: str, db_path: str, make_result: Callable[[int], dict]) -> Flask:
-    """A fake destination app: POST /<resource>, GET /<resource>/<key>, and the /__sandbox endpoints."""
+def create_fake(name: str, resources: list[Resource], db_path: str) -> Flask:
+    """A fake destination app: POST /<path> and GET /<path>/<key> per resource, and the /__sandbox endpoints.
+
+    The first resource is the original effect (an invoice, a handoff); the others cancel one (a credit
+    note, a handoff cancellation). Every POST of the fake obeys its current mode.
+    """
     app = Flask(name)
-    store = Store(db_path)
+    store = Store(db_path, default_kind=resources[0].kind)
     modes = ModeSwitch()
     log = logging.getLogger(f"sandbox.{name}")
 
-    @app.post(f"/{resource}")
-    def apply_effect():
+    def apply_effect(resource: Resource, counter: str):
         key = (request.headers.get("Idempotency-Key") or "").strip()
         if not key:
             return jsonify(error="idempotency_key_required"), 400
         payload = request.get_json(silent=True)
         if not isinstance(payload, dict):
             return jsonify(error="json_object_required"), 400
+        if resource.cancels is not None and not isinstance(payload.get(resource.cancels), str):
+            return jsonify(error="original_key_required", detail=f"falta {resource.cancels}"), 400
         mode = modes.take()
-        log.info("%s key=%s mode=%s", resource, key, mode.name)
+        log.info("%s key=%s mode=%s", resource.path, key, mode.name)
         if mode.name == "error_5xx":
             return jsonify(error="servicio_no_disponible"), 503
         if mode.name == "error_4xx":
             return jsonify(error="solicitud_rechazada", detail="el destino rechazó el contenido"), 400
         if mode.name in EXTRA_MODES:
-            return misbehave(mode, lambda: store.apply(key, payload, make_result))
+            return misbehave(mode, lambda: store.apply(key, payload, resource, counter))
         if mode.name == "timeout_before":
             time.sleep(mode.delay_s)  # the caller gave up long ago; nothing was applied
             return jsonify(error="tiempo_agotado"), 504
-        status, body = store.apply(key, payload, make_result)
+        status, body = store.apply(key, payload, resource, counter)
         if mode.name == "timeout_after":
             time.sleep(mode.delay_s)  # applied, but the answer arrives after the caller's timeout
         return jsonify(body), status
 
-    @app.get(f"/{resource}/<key>")
     def show_effect(key: str):
         effect = store.get(key)
         if effect is None:
             return jsonify(error="no_aplicada", key=key), 404
         return jsonify(effect)
+
+    for index, resource in enumerate(resources):
+        # The original's numbering keeps its counter's first name, so stores kept across restarts go on.
+        counter = "seq" if index == 0 else f"seq:{resource.kind}"
+        app.add_url_rule(
+            f"/{resource.path}", f"apply_{resource.kind}", functools.partial(apply_effect, resource, counter), methods=["POST"]
+        )
+        app.add_url_rule(f"/{resource.path}/<key>", f"show_{resource.kind}", show_effect, methods=["GET"])
 
     @app.get("/__sandbox/effects")
     def list_effects():
@@ -195,7 +246,7 @@ def _describe(mode: Mode) -> dict:
     return described
 
 
-def serve(name: str, resource: str, make_result: Callable[[int], dict]) -> None:
+def serve(name: str, resources: list[Resource]) -> None:
     """Command-line entry point: `python -m sandbox.<name> --port N [--db PATH]`."""
     parser = argparse.ArgumentParser(description=f"Sandboxed {name} fake for Nexo")
     parser.add_argument("--port", type=int, required=True)
@@ -205,7 +256,7 @@ def serve(name: str, resource: str, make_result: Callable[[int], dict]) -> None:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     db_path = args.db or os.path.join(tempfile.mkdtemp(prefix=f"nexo-{name}-"), f"{name}.sqlite3")
-    app = create_fake(name, resource, db_path, make_result)
+    app = create_fake(name, resources, db_path)
     server = make_server(args.host, args.port, app, threaded=True)
     logging.getLogger(f"sandbox.{name}").info("listening on http://%s:%d (storage %s)", args.host, args.port, db_path)
     server.serve_forever()

@@ -94,14 +94,14 @@ class FakeDestinations:
 
 
 def _start_fake(module: str, port: int, storage: Path, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "ab")  # noqa: SIM115 (the child writes to it for its whole life)
-    return subprocess.Popen(
-        [sys.executable, "-m", module, "--port", str(port), "--db", str(storage)],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with open(log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", module, "--port", str(port), "--db", str(storage)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 class RelayProcesses:

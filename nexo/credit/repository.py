@@ -20,11 +20,21 @@ def mark_decided(conn, order_id, *, status: OrderStatus, billing_status: Billing
     return conn.execute(
         """
         UPDATE orders
-           SET status = %s, billing_status = %s, decided_at = now(), decided_by = %s, decision_note = %s
+           SET status = %s, billing_status = %s, decided_at = now(), decided_by = %s, decision_note = %s,
+               -- what the order adds to the client's exposure once confirmed (a cancel gives it back)
+               charged_cents = CASE WHEN %s THEN total_cents ELSE 0 END
          WHERE id = %s AND status = %s
      RETURNING id, client_id, warehouse_id, total_cents, decided_at
         """,
-        [status, billing_status, officer_id, note, order_id, OrderStatus.PENDIENTE_AUTORIZACION],
+        [
+            status,
+            billing_status,
+            officer_id,
+            note,
+            status == OrderStatus.CONFIRMADO,
+            order_id,
+            OrderStatus.PENDIENTE_AUTORIZACION,
+        ],  # fmt: skip
     ).fetchone()
 
 

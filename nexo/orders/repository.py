@@ -111,9 +111,10 @@ def record_order(
                  SELECT CASE WHEN EXISTS (SELECT 1 FROM charged) THEN %(confirmed)s
                              ELSE %(pending)s END AS status),
              new_order AS (
-                 INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents,
+                 INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, charged_cents,
                                      billing_status, delivery_method, api_key_id)
                  SELECT %(order)s, %(client)s, %(warehouse)s, %(salesperson)s, status, %(total)s,
+                        CASE status WHEN %(confirmed)s THEN %(total)s ELSE 0 END,
                         CASE status WHEN %(confirmed)s THEN %(to_invoice)s ELSE %(not_invoiced)s END,
                         %(delivery)s, %(api_key)s
                    FROM decided
@@ -152,3 +153,34 @@ def order_status(conn, order_id) -> OrderStatus | None:
     """The order's current status (a replay shows the order as it is now, not as it was)."""
     row = conn.execute("SELECT status FROM orders WHERE id = %s", [order_id]).fetchone()
     return OrderStatus(row["status"]) if row else None
+
+
+def lock_order(conn, order_id) -> dict | None:
+    """The order's state, locked until the end of the transaction (a cancel, a dispatch: guarantee 19).
+
+    FOR NO KEY UPDATE, what the status UPDATE takes anyway: a credit decision, the relay recording the
+    order's events and another cancel or dispatch of it wait for this transaction (one wins, CONTRACT.md).
+    """
+    return conn.execute(
+        "SELECT id, status, client_id, warehouse_id, salesperson_id, total_cents, charged_cents, billing_status"
+        " FROM orders WHERE id = %s FOR NO KEY UPDATE",
+        [order_id],
+    ).fetchone()
+
+
+def mark_cancelled(conn, order_id, *, actor_id: int, reason: str) -> None:
+    """ANULADO, with who and why; an invoice not issued yet is no longer to be issued (NO_APLICA), one
+    issued stays FACTURADO until its credit note makes it ANULADA (ADR-016)."""
+    conn.execute(
+        "UPDATE orders SET status = %s, cancelled_at = now(), cancelled_by = %s, cancel_reason = %s,"
+        " billing_status = CASE billing_status WHEN %s THEN billing_status ELSE %s END"
+        " WHERE id = %s",
+        [OrderStatus.ANULADO, actor_id, reason, BillingStatus.FACTURADO, BillingStatus.NO_APLICA, order_id],
+    )
+
+
+def give_back_charge(conn, client_id, cents: int) -> int:
+    """Lower the client's exposure by what a cancelled order charged (RN-01, guarantee 19); the new exposure."""
+    return conn.execute(
+        "UPDATE client SET exposure_cents = exposure_cents - %s WHERE id = %s RETURNING exposure_cents", [cents, client_id]
+    ).fetchone()["exposure_cents"]

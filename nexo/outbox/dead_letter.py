@@ -65,3 +65,37 @@ def open_dead_letter(
         },
     )
     return dead_letter_id
+
+
+def lock_pending_of_order(conn, order_id) -> list[int]:
+    """Lock the pending dead letters of an order's events (a cancel takes them before the events, as a
+    replay does: dead letter, then event; ADR-016); return their ids."""
+    return [
+        row["id"]
+        for row in conn.execute(
+            "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id"
+            " WHERE e.aggregate_id = %s AND d.status = 'pending' ORDER BY d.id FOR UPDATE OF d",
+            [order_id],
+        ).fetchall()
+    ]
+
+
+def withdraw_pending(conn, *, event_ids: list, actor: str) -> list[int]:
+    """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-016), audited: the
+    event will never be delivered, so there is nothing left for a person to replay."""
+    rows = conn.execute(
+        "UPDATE dead_letter SET status = 'resolved', resolved_at = now(), resolved_by = %s,"
+        " resolution_note = 'retirada: el pedido se anuló antes de que llegara a destino'"
+        " WHERE event_id = ANY(%s::uuid[]) AND status = 'pending' RETURNING id, event_id, destination",
+        [actor, list(event_ids)],
+    ).fetchall()
+    for row in rows:
+        audit.append(
+            conn,
+            actor=actor,
+            action="dead_letter.withdrawn",
+            object_type="dead_letter",
+            object_id=row["id"],
+            details={"event_id": str(row["event_id"]), "destination": row["destination"]},
+        )
+    return [row["id"] for row in rows]

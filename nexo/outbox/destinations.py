@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 
 from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient
-from nexo.outbox.registry import DESTINATIONS
+from nexo.outbox.registry import DESTINATIONS, route
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
@@ -20,13 +20,28 @@ from nexo.settings import Settings
 TRANSIENT_4XX = {408, 429}
 
 DELIVERED, TRANSIENT, PERMANENT = "delivered", "transient", "permanent"
+# A cancellation whose original was withdrawn, answered "I never applied that original": nothing to undo,
+# and nothing was applied (ADR-016). The fakes say so with a 422 carrying this error.
+NOTHING_TO_UNDO = "nothing_to_undo"
+ORIGINAL_NOT_APPLIED = "original_not_applied"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One event to POST: its type, id (the Idempotency-Key) and payload; `original_withdrawn` for a
+    cancellation whose original was withdrawn with its order's cancel (it may find nothing to undo)."""
+
+    event_type: str
+    event_id: object
+    payload: dict
+    original_withdrawn: bool = False
 
 
 @dataclass(frozen=True)
 class DeliveryResult:
     """What one HTTP delivery attempt came to."""
 
-    kind: str  # DELIVERED, TRANSIENT or PERMANENT
+    kind: str  # DELIVERED, TRANSIENT, PERMANENT or NOTHING_TO_UNDO
     http_status: int | None = None
     effect: str | None = None  # invoice number or ticket, when delivered
     error: str | None = None
@@ -43,21 +58,22 @@ def classify(status: int) -> str:
     return PERMANENT
 
 
-def deliver(client: HttpClient, settings: Settings, destination: str, event_id, payload: dict) -> DeliveryResult:
+def deliver(client: HttpClient, settings: Settings, event: Outgoing) -> DeliveryResult:
     """POST the payload with Idempotency-Key = event id, ended by the deadline; never raises."""
-    return deliver_all(client, settings, [(destination, event_id, payload)])[0]
+    return deliver_all(client, settings, [event])[0]
 
 
-def deliver_all(client: HttpClient, settings: Settings, events: list[tuple[str, object, dict]]) -> list[DeliveryResult]:
-    """POST each (destination, event id, payload) at once, each ended by its own deadline; never raises.
+def deliver_all(client: HttpClient, settings: Settings, events: list[Outgoing]) -> list[DeliveryResult]:
+    """POST each event at once, each ended by its own deadline; never raises.
 
     One result per event, in order. The requests run concurrently on the process's client, so a batch
     costs about one deadline of wall time whatever its size (ADR-008).
     """
     results: list[DeliveryResult | None] = [None] * len(events)
     calls, sent = [], []
-    for index, (destination, event_id, payload) in enumerate(events):
-        target = DESTINATIONS[destination]
+    for index, event in enumerate(events):
+        path = route(event.event_type)
+        target = DESTINATIONS[path.destination]
         url = target.base_url(settings)
         if not url:
             # A missing URL is a deployment mistake, not the event's fault: keep retrying until it is fixed.
@@ -65,11 +81,25 @@ def deliver_all(client: HttpClient, settings: Settings, events: list[tuple[str, 
                 TRANSIENT, error=f"{target.url_variable()} no está configurada", error_class="NotConfigured"
             )
             continue
-        calls.append(("POST", url.rstrip("/") + target.path, payload, {"Idempotency-Key": str(event_id)}))
-        sent.append((index, target))
-    for (index, target), (answer, seconds) in zip(sent, client.request_all(calls), strict=True):
-        results[index] = _result(answer, target.effect_field, int(seconds * 1000))
-    return results
+        calls.append(("POST", path.url(url), event.payload, {"Idempotency-Key": str(event.event_id)}))
+        sent.append((index, path.effect_field, event.original_withdrawn))
+    for (index, effect_field, withdrawn), (answer, seconds) in zip(sent, client.request_all(calls), strict=True):
+        result = _result(answer, effect_field, int(seconds * 1000))
+        if withdrawn and _never_applied(answer, result):
+            result = DeliveryResult(NOTHING_TO_UNDO, http_status=result.http_status, duration_ms=result.duration_ms)
+        results[index] = result
+    return [r for r in results if r is not None]
+
+
+def _never_applied(answer, result: DeliveryResult) -> bool:
+    # Only a permanent refusal that names this reason: anything else (a 5xx, a timeout) may still hide
+    # an original that arrived, and is retried or failed as usual.
+    if result.kind != PERMANENT or isinstance(answer, BaseException) or not answer.complete:
+        return False
+    try:
+        return json.loads(answer.text()).get("error") == ORIGINAL_NOT_APPLIED
+    except (ValueError, AttributeError):
+        return False
 
 
 def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:

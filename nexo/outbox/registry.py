@@ -1,39 +1,53 @@
-"""The destinations of the outbox, in one list (issue 12): adding one is an entry here plus its fake.
+"""The destinations of the outbox and the events each receives, in one list: adding one is an entry here plus its fake.
 
-Everything that varies per destination lives in its entry: the event it receives, where its base URL
-is set, the path events are POSTed to, the field of its answer that carries the business effect and
-what that effect writes on the order, its Spanish label, and how to ask it whether an Idempotency-Key
-was already applied. The relay, the dead-letter pages, the key check and the operations page read
-this list; none of them names a destination. (The database's CHECK constraints on
-outbox_event.destination and dead_letter.destination list them too: a new one needs a migration.)
+Everything that varies per destination lives in its entry: where its base URL is set and its Spanish
+label. Everything that varies per event type lives in its route: the destination, the path it is
+POSTed to, the field of the answer that carries the business effect and what that effect writes on the
+order, how to ask whether an Idempotency-Key was applied, and — for a cancellation — the body field that
+names the original it undoes (ADR-016). The relay, the dead-letter pages, the key check and the
+operations page read these lists; none of them names a destination. (The database's CHECK constraints
+on outbox_event and dead_letter list them too: a new one needs a migration.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nexo.settings import Settings
+from nexo.states import BillingStatus
 
 # Each writer takes a relay batch's (order id, effect) pairs and writes them in one statement; the relay
 # has already locked those orders in id order, so two workers' batches never deadlock (ADR-008).
+EffectWriter = Callable[[Any, list[tuple]], None]
 
 
-def _billed(conn, effects: list[tuple]) -> None:
-    # The fiscal provider's effect on the order: billed, with its invoice number.
-    conn.execute(
-        "UPDATE orders o SET billing_status = 'FACTURADO', invoice_number = v.effect"
-        " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
-        [[order_id for order_id, _ in effects], [effect for _, effect in effects]],
-    )
+def _write(sql: str) -> EffectWriter:
+    def write(conn, effects: list[tuple]) -> None:
+        conn.execute(sql, [[order_id for order_id, _ in effects], [effect for _, effect in effects]])
+
+    return write
 
 
-def _handed_off(conn, effects: list[tuple]) -> None:
-    # The warehouse's effect on the order: the preparation ticket Sergio works from.
-    conn.execute(
-        "UPDATE orders o SET handoff_ticket = v.effect FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
-        [[order_id for order_id, _ in effects], [effect for _, effect in effects]],
-    )
+# The fiscal provider's effects on the order: billed with its invoice number; a credit note cancels it.
+_billed = _write(
+    "UPDATE orders o SET billing_status = 'FACTURADO', invoice_number = v.effect"
+    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+)
+_credited = _write(
+    f"UPDATE orders o SET billing_status = '{BillingStatus.ANULADA}', credit_note_number = v.effect"
+    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+)
+# The warehouse's effect on the order: the preparation ticket Sergio works from (a cancellation closes
+# it at the warehouse; the order's own state already says ANULADO).
+_handed_off = _write(
+    "UPDATE orders o SET handoff_ticket = v.effect FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+)
+
+
+def _nothing(_conn, _effects: list[tuple]) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,13 +55,8 @@ class Destination:
     """One place the outbox delivers to (see the module docstring)."""
 
     name: str  # outbox_event.destination, dead_letter.destination
-    event_type: str  # the one event type it receives (ADR-004)
     url_setting: str  # the Settings field with its base URL (FISCAL_URL → fiscal_url)
-    path: str  # events are POSTed here, Idempotency-Key = event id
-    effect_field: str  # the field of a 2xx answer that carries the effect
-    record_effects: Callable[[object, list[tuple]], None]  # (conn, [(order id, effect)]): writes them on the orders
     label: str  # for people, in Spanish
-    lookup_path: str  # GET: 200 when that key was applied, 404 when not
 
     def base_url(self, settings: Settings) -> str | None:
         """Its configured base URL, or None when the setting is empty."""
@@ -57,6 +66,24 @@ class Destination:
         """The environment variable that sets its base URL (for messages to an operator)."""
         return self.url_setting.upper()
 
+
+@dataclass(frozen=True)
+class Route:
+    """How one event type reaches its destination (see the module docstring)."""
+
+    event_type: str
+    destination: str
+    path: str  # events are POSTed here, Idempotency-Key = event id
+    effect_field: str  # the field of a 2xx answer that carries the effect
+    record_effects: EffectWriter  # (conn, [(order id, effect)]): writes them on the orders
+    lookup_path: str  # GET: 200 when that key was applied, 404 when not
+    label: str  # what the destination made of it, for people ("factura", "nota de crédito")
+    cancels: str | None = None  # a cancellation: the body field with its original's key (ADR-016)
+
+    def url(self, base_url: str) -> str:
+        """Where its events are POSTed."""
+        return base_url.rstrip("/") + self.path
+
     def lookup_url(self, base_url: str, key: str) -> str:
         """Where to ask whether `key` was applied."""
         return base_url.rstrip("/") + self.lookup_path.format(key=key)
@@ -65,33 +92,64 @@ class Destination:
 DESTINATIONS: dict[str, Destination] = {
     d.name: d
     for d in (
-        Destination(
-            name="fiscal",
+        Destination(name="fiscal", url_setting="fiscal_url", label="Fiscal (facturación)"),
+        Destination(name="warehouse", url_setting="warehouse_url", label="Depósito (entregas)"),
+    )
+}
+ROUTES: dict[str, Route] = {
+    r.event_type: r
+    for r in (
+        Route(
             event_type="billing.intent_recorded",
-            url_setting="fiscal_url",
+            destination="fiscal",
             path="/invoices",
             effect_field="invoice_number",
             record_effects=_billed,
-            label="Fiscal (facturación)",
             lookup_path="/invoices/{key}",
+            label="factura",
         ),
-        Destination(
-            name="warehouse",
+        Route(
             event_type="order.handoff_requested",
-            url_setting="warehouse_url",
+            destination="warehouse",
             path="/handoffs",
             effect_field="ticket",
             record_effects=_handed_off,
-            label="Depósito (entregas)",
             lookup_path="/handoffs/{key}",
+            label="orden de preparación",
+        ),
+        Route(
+            event_type="billing.intent_cancelled",
+            destination="fiscal",
+            path="/credit-notes",
+            effect_field="credit_note_number",
+            record_effects=_credited,
+            lookup_path="/credit-notes/{key}",
+            label="nota de crédito",
+            cancels="invoice_key",
+        ),
+        Route(
+            event_type="order.handoff_cancelled",
+            destination="warehouse",
+            path="/handoff-cancellations",
+            effect_field="cancellation",
+            record_effects=_nothing,
+            lookup_path="/handoff-cancellations/{key}",
+            label="anulación de la preparación",
+            cancels="handoff_key",
         ),
     )
 }
 NAMES: tuple[str, ...] = tuple(DESTINATIONS)
 LABELS: dict[str, str] = {d.name: d.label for d in DESTINATIONS.values()}
-_BY_EVENT_TYPE = {d.event_type: d for d in DESTINATIONS.values()}
+# The event that cancels each original at its destination (ADR-016).
+CANCELLATION_OF = {"order.handoff_requested": "order.handoff_cancelled", "billing.intent_recorded": "billing.intent_cancelled"}
+
+
+def route(event_type: str) -> Route:
+    """The route of an event type (KeyError for an unknown one)."""
+    return ROUTES[event_type]
 
 
 def for_event(event_type: str) -> Destination:
     """The destination of an event type (KeyError for an unknown one)."""
-    return _BY_EVENT_TYPE[event_type]
+    return DESTINATIONS[ROUTES[event_type].destination]

@@ -29,7 +29,7 @@ from nexo.outbox import destinations
 from nexo.outbox import repository as repo
 from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.http_client import MAX_CONNECTIONS, HttpClient
-from nexo.outbox.registry import DESTINATIONS
+from nexo.outbox.registry import DESTINATIONS, route
 from nexo.settings import Settings
 from nexo.states import AttemptOutcome
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # delivery_attempt.outcome values (migration 0003)
 ENTREGADO, REINTENTO, FALLIDO = AttemptOutcome.ENTREGADO, AttemptOutcome.REINTENTO, AttemptOutcome.FALLIDO
 DESCARTADO, SIN_RESULTADO = AttemptOutcome.DESCARTADO_POR_LEASE, AttemptOutcome.SIN_RESULTADO
+RETIRADO = AttemptOutcome.RETIRADO
 # Events of one destination claimed and delivered together at most: the lanes of every destination
 # together stay within the HTTP client's connections, so no request of a batch spends its deadline
 # waiting for a connection (http_client.py).
@@ -165,7 +166,10 @@ def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | Non
     if not claimed:
         return [], [], False
     # The claim transaction is closed: the HTTP calls below hold no database lock.
-    results = destinations.deliver_all(ctx.http, ctx.settings, [(e["destination"], e["id"], e["payload"]) for e in claimed])
+    outgoing = [
+        destinations.Outgoing(e["event_type"], e["id"], e["payload"], original_withdrawn=e["original_withdrawn"]) for e in claimed
+    ]
+    results = destinations.deliver_all(ctx.http, ctx.settings, outgoing)
     return ([e["id"] for e in claimed], record_all(ctx, claimed, results), any(r.error_class == "Timeout" for r in results))
 
 
@@ -178,24 +182,25 @@ def record_all(ctx: RelayContext, events: list[dict], results: list[destinations
     plans = [_plan(ctx.settings.relay, event, result) for event, result in zip(events, results, strict=True)]
     with ctx.db.transaction() as tx:
         conn = tx.conn
+        # The batch's orders first, in id order, before any of their events: a cancel locks its order, then
+        # its events (ADR-016), and two workers' batches lock theirs in one order too: no wait in a cycle.
+        lock_orders(conn, sorted({e["aggregate_id"] for e in events}))
         kept = repo.record_outcomes(
             conn, [(e["id"], e["claim_token"], outcome, delay, error) for e, _, outcome, delay, error in plans]
         )
         lost = {e["id"]: outcome for e, _, outcome, _, _ in plans if e["id"] not in kept}
+        # An event withdrawn while we were delivering it: end our lease, so its cancellation need not wait
+        # for it to run out (our outcome is fenced out like any lost lease's).
+        repo.release_withdrawn(conn, [(e["id"], e["claim_token"]) for e, _, _, _, _ in plans if e["id"] in lost])
         plans = [(e, r, DESCARTADO if e["id"] in lost else outcome, delay, error) for e, r, outcome, delay, error in plans]
         repo.close_attempts(
             conn, [(e["attempt_id"], outcome, r.http_status, error, r.duration_ms) for e, r, outcome, _, error in plans]
         )
         delivered = [(e, r) for e, r, outcome, _, _ in plans if outcome == ENTREGADO]
-        orders = sorted({e["aggregate_id"] for e, _ in delivered})
-        if len(orders) > 1:
-            # Lock the orders in id order first: two workers' batches then never wait on each other in a cycle.
-            conn.execute("SELECT id FROM orders WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [orders])
-        if delivered:
-            for name, destination in DESTINATIONS.items():
-                effects = [(e["aggregate_id"], r.effect) for e, r in delivered if e["destination"] == name]
-                if effects:
-                    destination.record_effects(conn, effects)
+        for event_type in sorted({e["event_type"] for e, _ in delivered}):
+            route(event_type).record_effects(
+                conn, [(e["aggregate_id"], r.effect) for e, r in delivered if e["event_type"] == event_type]
+            )
         for e, r, outcome, _, error in plans:
             if outcome == FALLIDO:
                 # Guarantee 11: the FALLIDO transition and its durable dead letter commit together.
@@ -233,6 +238,8 @@ def _plan(cadence, event: dict, result: destinations.DeliveryResult) -> tuple:
     error = result.error
     if result.kind == destinations.DELIVERED:
         return event, result, ENTREGADO, 0.0, error
+    if result.kind == destinations.NOTHING_TO_UNDO:  # the destination never had the original (ADR-016)
+        return event, result, RETIRADO, 0.0, "el destino no había recibido el original: nada que anular"
     # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
     if result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
         delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
@@ -281,3 +288,9 @@ def _spent_error(event: dict) -> str:
         )
     # RELAY_MAX_ATTEMPTS was lowered after the last retry was recorded.
     return f"agotados {event['cycle_attempts']} intentos; último error: {event['last_error']}"
+
+
+def lock_orders(conn, order_ids: list) -> None:
+    """Lock these orders (FOR NO KEY UPDATE, what their effect writes take anyway) in id order."""
+    if order_ids:
+        conn.execute("SELECT id FROM orders WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [order_ids])

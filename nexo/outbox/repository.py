@@ -11,20 +11,73 @@ from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome
 
 
-def add_events(conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None) -> list[uuid.UUID]:
+def add_events(
+    conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None, depends_on: list | None = None
+) -> list[uuid.UUID]:
     """Insert one PENDIENTE event per type, all with this payload, in one statement, in the caller's transaction;
-    return their ids (each the event's Idempotency-Key), in order."""
+    return their ids (each the event's Idempotency-Key), in order. `depends_on` names, per event, the
+    original a cancellation must not overtake (ADR-016)."""
     event_ids = [uuid.uuid4() for _ in event_types]
     conn.execute(
-        "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id)"
-        " SELECT id, %s, event_type, destination, %s, %s"
-        "   FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS e(id, event_type, destination)",
-        [order_id, Jsonb(payload), request_id, event_ids, list(event_types), [registry.for_event(t).name for t in event_types]],
+        "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on)"
+        " SELECT id, %s, event_type, destination, %s, %s, depends_on"
+        "   FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::uuid[]) AS e(id, event_type, destination, depends_on)",
+        [
+            order_id,
+            Jsonb(payload),
+            request_id,
+            event_ids,
+            list(event_types),
+            [registry.for_event(t).name for t in event_types],
+            depends_on or [None] * len(event_types),
+        ],
     )
     return event_ids
 
 
+def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None, depends_on) -> uuid.UUID:
+    """Insert one PENDIENTE event (a cancellation naming its original, ADR-016) in the caller's transaction."""
+    return add_events(
+        conn, order_id=order_id, event_types=[event_type], payload=payload, request_id=request_id, depends_on=[depends_on]
+    )[0]
+
+
+def lock_order_events(conn, order_id) -> list[dict]:
+    """The order's events, locked in id order (the relay locks a batch's events in id order too), with what a
+    cancel needs to know of each: delivered, withdrawable, or possibly at its destination already."""
+    return conn.execute(
+        """
+        SELECT e.id, e.event_type, e.destination, e.status, e.attempts, e.depends_on,
+               (e.locked_until IS NOT NULL AND e.locked_until >= now()) AS in_flight
+          FROM outbox_event e
+         WHERE e.aggregate_id = %s
+         ORDER BY e.id
+           FOR UPDATE
+        """,
+        [order_id],
+    ).fetchall()
+
+
+def withdraw(conn, event_ids: list) -> int:
+    """RETIRADO for PENDIENTE or FALLIDO events locked by the caller (their order was cancelled, ADR-016).
+
+    The lease is left as it is: a worker still delivering one of them keeps it until it records (its
+    outcome is then fenced out) or the lease expires, and the cancellation waits for that.
+    """
+    return conn.execute(
+        "UPDATE outbox_event SET status = 'RETIRADO', withdrawn_at = now(), next_attempt_at = now()"
+        " WHERE id = ANY(%s::uuid[]) AND status IN ('PENDIENTE', 'FALLIDO')",
+        [list(event_ids)],
+    ).rowcount
+
+
 # --- The relay's SQL (guarantee 9). Each function is one statement; the relay service owns the transaction.
+
+# A cancellation waits for its original (ADR-016): delivered, or withdrawn and no longer leased by a
+# worker that may still be sending it. An event that depends on nothing is never held back.
+ORIGINAL_SETTLED = """EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
+                            AND (o.status = 'ENTREGADO'
+                                 OR (o.status = 'RETIRADO' AND (o.locked_until IS NULL OR o.locked_until < now()))))"""
 
 CLAIM_SQL = """
 WITH claimed AS (
@@ -32,7 +85,7 @@ WITH claimed AS (
        SET locked_until = now() + make_interval(secs => %(lease_s)s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE id IN (SELECT id FROM outbox_event
+     WHERE id IN (SELECT id FROM outbox_event pending
                    WHERE status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
@@ -40,10 +93,11 @@ WITH claimed AS (
                      AND attempts - cycle_started_attempts < %(max_attempts)s
                      AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
                      AND (%(destination)s::text IS NULL OR destination = %(destination)s::text)
+                     AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})
                    ORDER BY next_attempt_at
                    LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED)
-    RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id,
+    RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id, depends_on,
               attempts - cycle_started_attempts AS cycle_attempts
 ), abandoned AS (
     -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
@@ -57,8 +111,12 @@ WITH claimed AS (
     SELECT id, attempts, claim_token, %(worker)s, clock_timestamp() FROM claimed
     RETURNING id AS attempt_id, event_id
 )
-SELECT claimed.*, attempt.attempt_id FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-"""
+SELECT claimed.*, attempt.attempt_id,
+       -- a cancellation whose original was withdrawn may find nothing to undo there (ADR-016)
+       coalesce(original.status = 'RETIRADO', false) AS original_withdrawn
+  FROM claimed JOIN attempt ON attempt.event_id = claimed.id
+  LEFT JOIN outbox_event original ON original.id = claimed.depends_on
+""".replace("{ORIGINAL_SETTLED}", ORIGINAL_SETTLED)
 
 
 def claim_due(
@@ -87,10 +145,11 @@ def claim_due(
 def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[dict]:
     """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
-        "SELECT id, request_id FROM outbox_event"
+        "SELECT id, request_id FROM outbox_event pending"
         " WHERE status = 'PENDIENTE' AND next_attempt_at <= now() - make_interval(secs => %s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
         "   AND attempts - cycle_started_attempts < %s"
+        f"   AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})"
         " ORDER BY next_attempt_at LIMIT %s",
         [grace_s, max_attempts, limit],
     ).fetchall()
@@ -144,6 +203,7 @@ RECORD_SQL = """
 UPDATE outbox_event e
    SET status = CASE o.outcome WHEN 'REINTENTO' THEN 'PENDIENTE' ELSE o.outcome END,
        delivered_at = CASE WHEN o.outcome = 'ENTREGADO' THEN now() ELSE e.delivered_at END,
+       withdrawn_at = CASE WHEN o.outcome = 'RETIRADO' THEN now() ELSE e.withdrawn_at END,
        next_attempt_at = CASE WHEN o.outcome = 'REINTENTO' THEN now() + make_interval(secs => o.delay_s)
                               ELSE e.next_attempt_at END,
        locked_until = NULL,
@@ -155,11 +215,12 @@ RETURNING e.id
 
 
 def record_outcomes(conn, outcomes: list[tuple]) -> set:
-    """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO, retry delay s, error) in one statement.
+    """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO | RETIRADO, retry delay s, error) in one statement.
 
-    ENTREGADO (delivered now), REINTENTO (PENDIENTE again after the delay) or FALLIDO (the caller opens the
-    dead letter), each row fenced by its own claim token and only while PENDIENTE; returns the ids written
-    (an id missing from it lost its lease to another claimant).
+    ENTREGADO (delivered now), REINTENTO (PENDIENTE again after the delay), FALLIDO (the caller opens the
+    dead letter) or RETIRADO (a cancellation with nothing to undo, ADR-016), each row fenced by its own
+    claim token and only while PENDIENTE; returns the ids written (an id missing from it lost its lease
+    to another claimant, or was withdrawn with its order's cancel).
     """
     if not outcomes:
         return set()
@@ -173,6 +234,19 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
     conn.execute("SELECT id FROM outbox_event WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE", [ids])
     rows = conn.execute(RECORD_SQL, [ids, tokens, kinds, delays, errors]).fetchall()
     return {row["id"] for row in rows}
+
+
+def release_withdrawn(conn, claims: list[tuple]) -> int:
+    """End the lease of withdrawn events this claimant was still delivering, (event id, claim token) each:
+    its cancellation waits for that, not for the lease to run out (ADR-016); return how many."""
+    if not claims:
+        return 0
+    ids, tokens = (list(column) for column in zip(*claims, strict=True))
+    return conn.execute(
+        "UPDATE outbox_event e SET locked_until = NULL FROM unnest(%s::uuid[], %s::uuid[]) AS c(id, claim_token)"
+        " WHERE e.id = c.id AND e.claim_token = c.claim_token AND e.status = 'RETIRADO'",
+        [ids, tokens],
+    ).rowcount
 
 
 def close_attempts(conn, attempts: list[tuple]) -> None:

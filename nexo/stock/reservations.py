@@ -95,3 +95,90 @@ def mark_soft_released(conn: Connection, order_id: UUID) -> int:
         "UPDATE stock_reservation SET released_at = now() WHERE order_id = %s AND kind = %s AND released_at IS NULL",
         [order_id, ReservationKind.BLANDA],
     ).rowcount
+
+
+def release_all(conn: Connection, order_id: UUID) -> list[Row]:
+    """Give back every unit the order still holds, soft or firm (a cancel, guarantee 19); return what was released.
+
+    One statement: the order's live reservations and their stock rows are locked in the SKU lock order
+    (ADR-002), `reserved` goes down by exactly what each reservation holds (`quantity - dispatched`),
+    and each reservation is stamped released.
+    """
+    return conn.execute(
+        f"""
+        WITH held AS MATERIALIZED (
+                 SELECT r.product_id, r.warehouse_id, p.sku, r.quantity - r.dispatched AS held
+                   FROM stock_reservation r JOIN product p ON p.id = r.product_id
+                  WHERE r.order_id = %(order)s AND r.released_at IS NULL
+                  ORDER BY p.sku {SQL_COLLATE}
+                    FOR UPDATE OF r),
+             locked AS MATERIALIZED (
+                 SELECT s.product_id, s.warehouse_id
+                   FROM stock_level s JOIN held h USING (product_id, warehouse_id)
+                  ORDER BY h.sku {SQL_COLLATE}
+                    FOR UPDATE OF s),
+             given_back AS (
+                 UPDATE stock_level s SET reserved = s.reserved - h.held
+                   FROM held h JOIN locked l USING (product_id, warehouse_id)
+                  WHERE s.product_id = h.product_id AND s.warehouse_id = h.warehouse_id),
+             released AS (
+                 UPDATE stock_reservation r SET released_at = now()
+                   FROM held h
+                  WHERE r.order_id = %(order)s AND r.product_id = h.product_id AND r.warehouse_id = h.warehouse_id)
+        SELECT sku, held AS quantity FROM held ORDER BY sku {SQL_COLLATE}
+        """,
+        {"order": order_id},
+    ).fetchall()
+
+
+def remaining(conn: Connection, order_id: UUID) -> list[Row]:
+    """The order's firm reservations with what is left to dispatch of each, locked in the SKU lock order."""
+    return conn.execute(
+        f"""
+        SELECT r.product_id, r.warehouse_id, p.sku, r.quantity, r.dispatched, r.quantity - r.dispatched AS remaining,
+               r.kind, r.released_at
+          FROM stock_reservation r JOIN product p ON p.id = r.product_id
+         WHERE r.order_id = %s
+         ORDER BY p.sku {SQL_COLLATE}
+           FOR UPDATE OF r
+        """,
+        [order_id],
+    ).fetchall()
+
+
+def consume(conn: Connection, order_id: UUID, lines: list[tuple[UUID, str, int]]) -> int:
+    """What left the warehouse (a dispatch, guarantee 19): for each (product_id, warehouse_id, quantity), in
+    the SKU lock order, `on_hand` and `reserved` go down together and the reservation counts it dispatched
+    (released once all of it left). Return the stock rows changed.
+
+    The caller has locked the reservations (remaining()) and checked each quantity against what remains;
+    the CHECKs on both tables refuse anything else (dispatched <= quantity, disponible_no_negativo).
+    """
+    products, warehouses, quantities = (list(column) for column in zip(*lines, strict=True))
+    return conn.execute(
+        f"""
+        WITH shipped AS MATERIALIZED (
+                 SELECT w.product_id, w.warehouse_id, w.quantity
+                   FROM unnest(%(products)s::uuid[], %(warehouses)s::text[], %(quantities)s::integer[])
+                        WITH ORDINALITY AS w(product_id, warehouse_id, quantity, position)),
+             locked AS MATERIALIZED (
+                 SELECT s.product_id, s.warehouse_id
+                   FROM stock_level s JOIN shipped w USING (product_id, warehouse_id)
+                   JOIN product p ON p.id = s.product_id
+                  ORDER BY p.sku {SQL_COLLATE}
+                    FOR UPDATE OF s),
+             consumed AS (
+                 UPDATE stock_level s SET on_hand = s.on_hand - w.quantity, reserved = s.reserved - w.quantity
+                   FROM shipped w JOIN locked l USING (product_id, warehouse_id)
+                  WHERE s.product_id = w.product_id AND s.warehouse_id = w.warehouse_id
+                 RETURNING s.product_id),
+             counted AS (
+                 UPDATE stock_reservation r
+                    SET dispatched = r.dispatched + w.quantity,
+                        released_at = CASE WHEN r.dispatched + w.quantity = r.quantity THEN now() END
+                   FROM shipped w
+                  WHERE r.order_id = %(order)s AND r.product_id = w.product_id AND r.warehouse_id = w.warehouse_id)
+        SELECT count(*) AS changed FROM consumed
+        """,
+        {"order": order_id, "products": products, "warehouses": warehouses, "quantities": quantities},
+    ).fetchone()["changed"]

@@ -125,7 +125,8 @@ def test_a_batch_records_each_outcome_fenced_by_its_own_claim_token(db, fakes, c
     with ctx.db.transaction() as tx:
         claimed = repo.claim_due(tx.conn, lease_s=3, worker=ctx.worker, limit=3, ids=ids, max_attempts=8)
         tx.commit()
-    results = destinations.deliver_all(ctx.http, ctx.settings, [(e["destination"], e["id"], e["payload"]) for e in claimed])
+    outgoing = [destinations.Outgoing(e["event_type"], e["id"], e["payload"]) for e in claimed]
+    results = destinations.deliver_all(ctx.http, ctx.settings, outgoing)
     taken = claimed[1]
     with db.transaction() as tx:  # its lease expired and another claimant took it meanwhile
         tx.execute("UPDATE outbox_event SET claim_token = gen_random_uuid() WHERE id = %s", [taken["id"]])
