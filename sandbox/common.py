@@ -188,6 +188,8 @@ def create_fake(name: str, resources: list[Resource], db_path: str) -> Flask:
             return jsonify(error="solicitud_rechazada", detail="el destino rechazó el contenido"), 400
         if mode.name in EXTRA_MODES:
             return misbehave(mode, lambda: store.apply(key, payload, resource, counter))
+        if mode.name == "slow":
+            time.sleep(mode.delay_s)  # then as ok: another request may have overtaken this one meanwhile
         if mode.name == "timeout_before":
             time.sleep(mode.delay_s)  # the caller gave up long ago; nothing was applied
             return jsonify(error="tiempo_agotado"), 504

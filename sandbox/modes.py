@@ -11,7 +11,8 @@ misbehaving server, not against a mock (`POST /__sandbox/mode` takes their extra
 - ``slow_headers``: sends a status line, then header bytes one every ``interval_s``, never ending them;
 - ``huge_body``: answers ``status`` with ``size_bytes`` (20 MB) of body, ``interval_s`` between 64 KiB chunks;
 - ``no_answer``: reads the request and sends nothing for ``delay_s`` seconds, then hangs up.
-Nothing is applied by any of them but ``dribble``.
+Nothing is applied by any of them but ``dribble``. And ``slow`` waits ``delay_s`` seconds, then
+applies and answers as ``ok`` does.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from flask import Response, request
 
 CONTRACT_MODES = ("ok", "timeout_before", "timeout_after", "error_5xx", "error_4xx")
 EXTRA_MODES = ("error_4xx_nul", "error_4xx_bad_charset", "dribble", "slow_headers", "huge_body", "no_answer")
-MODES = CONTRACT_MODES + EXTRA_MODES
+# A destination that takes its time before it applies, and still answers within the deadline when
+# delay_s is short: a request in flight that another request can overtake (ADR-016's ordering tests).
+SLOW_MODES = ("slow",)
+MODES = CONTRACT_MODES + EXTRA_MODES + SLOW_MODES
 DEFAULT_DELAY_S = 30.0
 
 
