@@ -1,6 +1,6 @@
 -- An order's whole life (guarantee 19): cancelled, dispatched, paid for; stock and credit that go both
 -- ways and always add up. And the order of an order's effects at each destination (guarantee 20,
--- ADR-016): a cancellation never reaches a destination before the effect it cancels.
+-- ADR-017): a cancellation never reaches a destination before the effect it cancels.
 
 -- Order states: ANULADO (cancelled before anything left), DESPACHADO_PARCIAL / DESPACHADO (goods left
 -- the warehouse); the invoice of a cancelled order ends ANULADA once its credit note is issued.
@@ -108,7 +108,7 @@ INSERT INTO role_permission (role_name, permission_name) VALUES
     ('dueno',    'clients.view'),
     ('deposito', 'warehouse.dispatch');
 
--- Compensating events (ADR-016): a cancellation goes to the destination that received the original,
+-- Compensating events (ADR-017): a cancellation goes to the destination that received the original,
 -- and names it (`depends_on`): it is not claimed while its original can still be on its way there.
 -- An original that never left is withdrawn (RETIRADO) with its order's cancel, and so is a
 -- cancellation whose original the destination never applied: that destination sees neither.

@@ -43,7 +43,7 @@ class EventStatus(StrEnum):
     PENDIENTE = "PENDIENTE"
     ENTREGADO = "ENTREGADO"
     FALLIDO = "FALLIDO"
-    RETIRADO = "RETIRADO"  # withdrawn with its order's cancel: the destination never saw it (ADR-016)
+    RETIRADO = "RETIRADO"  # withdrawn with its order's cancel: the destination never saw it (ADR-017)
 
 
 class AttemptOutcome(StrEnum):
@@ -54,7 +54,7 @@ class AttemptOutcome(StrEnum):
     FALLIDO = "FALLIDO"  # a permanent failure, or the cycle's last attempt: the event's dead letter opens
     DESCARTADO_POR_LEASE = "DESCARTADO_POR_LEASE"  # our lease was taken over; the other claimant's outcome stands
     SIN_RESULTADO = "SIN_RESULTADO"  # the attempt ended (killed, unwritable) without an outcome
-    RETIRADO = "RETIRADO"  # a cancellation whose original the destination never applied: nothing sent (ADR-016)
+    RETIRADO = "RETIRADO"  # a cancellation whose original the destination never applied: nothing sent (ADR-017)
 
 
 # An order is open while something can still happen to it (CONTRACT.md: cancel, dispatch).

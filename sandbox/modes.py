@@ -30,7 +30,7 @@ from flask import Response, request
 CONTRACT_MODES = ("ok", "timeout_before", "timeout_after", "error_5xx", "error_4xx")
 EXTRA_MODES = ("error_4xx_nul", "error_4xx_bad_charset", "dribble", "slow_headers", "huge_body", "no_answer")
 # A destination that takes its time before it applies, and still answers within the deadline when
-# delay_s is short: a request in flight that another request can overtake (ADR-016's ordering tests).
+# delay_s is short: a request in flight that another request can overtake (ADR-017's ordering tests).
 SLOW_MODES = ("slow",)
 MODES = CONTRACT_MODES + EXTRA_MODES + SLOW_MODES
 DEFAULT_DELAY_S = 30.0

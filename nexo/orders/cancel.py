@@ -3,7 +3,7 @@
 While nothing has left the warehouse (CONFIRMADO or PENDIENTE_AUTORIZACION), a cancel sets ANULADO,
 releases every reservation of the order (`reserved` down by exactly what it held), lowers the client's
 exposure by what the order charged (a pending order charged nothing), withdraws or compensates its
-outbox events (ADR-016), and writes the audit row with who and why — together or not at all.
+outbox events (ADR-017), and writes the audit row with who and why — together or not at all.
 
 Lock order: the order row, the client row, the order's pending dead letters and events, then its
 reservations and stock rows in the SKU lock order. The credit decisions take order → client → stock

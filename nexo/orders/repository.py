@@ -170,7 +170,7 @@ def lock_order(conn, order_id) -> dict | None:
 
 def mark_cancelled(conn, order_id, *, actor_id: int, reason: str) -> None:
     """ANULADO, with who and why; an invoice not issued yet is no longer to be issued (NO_APLICA), one
-    issued stays FACTURADO until its credit note makes it ANULADA (ADR-016)."""
+    issued stays FACTURADO until its credit note makes it ANULADA (ADR-017)."""
     conn.execute(
         "UPDATE orders SET status = %s, cancelled_at = now(), cancelled_by = %s, cancel_reason = %s,"
         " billing_status = CASE billing_status WHEN %s THEN billing_status ELSE %s END"

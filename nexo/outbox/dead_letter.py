@@ -69,7 +69,7 @@ def open_dead_letter(
 
 def lock_pending_of_order(conn, order_id) -> list[int]:
     """Lock the pending dead letters of an order's events (a cancel takes them before the events, as a
-    replay does: dead letter, then event; ADR-016); return their ids."""
+    replay does: dead letter, then event; ADR-017); return their ids."""
     return [
         row["id"]
         for row in conn.execute(
@@ -81,7 +81,7 @@ def lock_pending_of_order(conn, order_id) -> list[int]:
 
 
 def withdraw_pending(conn, *, event_ids: list, actor: str) -> list[int]:
-    """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-016), audited: the
+    """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-017), audited: the
     event will never be delivered, so there is nothing left for a person to replay."""
     rows = conn.execute(
         "UPDATE dead_letter SET status = 'resolved', resolved_at = now(), resolved_by = %s,"

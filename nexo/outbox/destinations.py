@@ -21,7 +21,7 @@ TRANSIENT_4XX = {408, 429}
 
 DELIVERED, TRANSIENT, PERMANENT = "delivered", "transient", "permanent"
 # A cancellation whose original was withdrawn, answered "I never applied that original": nothing to undo,
-# and nothing was applied (ADR-016). The fakes say so with a 422 carrying this error.
+# and nothing was applied (ADR-017). The fakes say so with a 422 carrying this error.
 NOTHING_TO_UNDO = "nothing_to_undo"
 ORIGINAL_NOT_APPLIED = "original_not_applied"
 

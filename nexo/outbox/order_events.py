@@ -52,7 +52,7 @@ def add_order_confirmed_events(conn, *, order_id, payload: dict, request_id: str
 @dataclass(frozen=True)
 class CancelledEvents:
     """What a cancel did to the order's events: withdrawn (never sent, or sent and now overtaken) and the
-    cancellations written, one per destination that may hold the original's effect (ADR-016)."""
+    cancellations written, one per destination that may hold the original's effect (ADR-017)."""
 
     withdrawn: tuple[uuid.UUID, ...]
     cancellations: tuple[uuid.UUID, ...]
@@ -61,7 +61,7 @@ class CancelledEvents:
 
 def cancel_order_events(conn, *, order_id, actor: str, reason: str, request_id: str | None) -> CancelledEvents:
     """In the cancel's transaction, after its order row is locked: withdraw what has not been delivered and
-    write a cancellation for every original a destination may hold (ADR-016).
+    write a cancellation for every original a destination may hold (ADR-017).
 
     - delivered: its cancellation goes out, after it (it is already there);
     - never tried and not being tried: withdrawn, no cancellation: that destination sees neither;

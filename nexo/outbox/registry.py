@@ -4,7 +4,7 @@ Everything that varies per destination lives in its entry: where its base URL is
 label. Everything that varies per event type lives in its route: the destination, the path it is
 POSTed to, the field of the answer that carries the business effect and what that effect writes on the
 order, how to ask whether an Idempotency-Key was applied, and — for a cancellation — the body field that
-names the original it undoes (ADR-016). The relay, the dead-letter pages, the key check and the
+names the original it undoes (ADR-017). The relay, the dead-letter pages, the key check and the
 operations page read these lists; none of them names a destination. (The database's CHECK constraints
 on outbox_event and dead_letter list them too: a new one needs a migration.)
 """
@@ -78,7 +78,7 @@ class Route:
     record_effects: EffectWriter  # (conn, [(order id, effect)]): writes them on the orders
     lookup_path: str  # GET: 200 when that key was applied, 404 when not
     label: str  # what the destination made of it, for people ("factura", "nota de crédito")
-    cancels: str | None = None  # a cancellation: the body field with its original's key (ADR-016)
+    cancels: str | None = None  # a cancellation: the body field with its original's key (ADR-017)
 
     def url(self, base_url: str) -> str:
         """Where its events are POSTed."""
@@ -141,7 +141,7 @@ ROUTES: dict[str, Route] = {
 }
 NAMES: tuple[str, ...] = tuple(DESTINATIONS)
 LABELS: dict[str, str] = {d.name: d.label for d in DESTINATIONS.values()}
-# The event that cancels each original at its destination (ADR-016).
+# The event that cancels each original at its destination (ADR-017).
 CANCELLATION_OF = {"order.handoff_requested": "order.handoff_cancelled", "billing.intent_recorded": "billing.intent_cancelled"}
 
 

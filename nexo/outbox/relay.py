@@ -183,7 +183,7 @@ def record_all(ctx: RelayContext, events: list[dict], results: list[destinations
     with ctx.db.transaction() as tx:
         conn = tx.conn
         # The batch's orders first, in id order, before any of their events: a cancel locks its order, then
-        # its events (ADR-016), and two workers' batches lock theirs in one order too: no wait in a cycle.
+        # its events (ADR-017), and two workers' batches lock theirs in one order too: no wait in a cycle.
         lock_orders(conn, sorted({e["aggregate_id"] for e in events}))
         kept = repo.record_outcomes(
             conn, [(e["id"], e["claim_token"], outcome, delay, error) for e, _, outcome, delay, error in plans]
@@ -238,7 +238,7 @@ def _plan(cadence, event: dict, result: destinations.DeliveryResult) -> tuple:
     error = result.error
     if result.kind == destinations.DELIVERED:
         return event, result, ENTREGADO, 0.0, error
-    if result.kind == destinations.NOTHING_TO_UNDO:  # the destination never had the original (ADR-016)
+    if result.kind == destinations.NOTHING_TO_UNDO:  # the destination never had the original (ADR-017)
         return event, result, RETIRADO, 0.0, "el destino no había recibido el original: nada que anular"
     # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
     if result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:

@@ -16,7 +16,7 @@ def add_events(
 ) -> list[uuid.UUID]:
     """Insert one PENDIENTE event per type, all with this payload, in one statement, in the caller's transaction;
     return their ids (each the event's Idempotency-Key), in order. `depends_on` names, per event, the
-    original a cancellation must not overtake (ADR-016)."""
+    original a cancellation must not overtake (ADR-017)."""
     event_ids = [uuid.uuid4() for _ in event_types]
     conn.execute(
         "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on)"
@@ -36,7 +36,7 @@ def add_events(
 
 
 def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None, depends_on) -> uuid.UUID:
-    """Insert one PENDIENTE event (a cancellation naming its original, ADR-016) in the caller's transaction."""
+    """Insert one PENDIENTE event (a cancellation naming its original, ADR-017) in the caller's transaction."""
     return add_events(
         conn, order_id=order_id, event_types=[event_type], payload=payload, request_id=request_id, depends_on=[depends_on]
     )[0]
@@ -59,7 +59,7 @@ def lock_order_events(conn, order_id) -> list[dict]:
 
 
 def withdraw(conn, event_ids: list) -> int:
-    """RETIRADO for PENDIENTE or FALLIDO events locked by the caller (their order was cancelled, ADR-016).
+    """RETIRADO for PENDIENTE or FALLIDO events locked by the caller (their order was cancelled, ADR-017).
 
     The lease is left as it is: a worker still delivering one of them keeps it until it records (its
     outcome is then fenced out) or the lease expires, and the cancellation waits for that.
@@ -73,7 +73,7 @@ def withdraw(conn, event_ids: list) -> int:
 
 # --- The relay's SQL (guarantee 9). Each function is one statement; the relay service owns the transaction.
 
-# A cancellation waits for its original (ADR-016): delivered, or withdrawn and no longer leased by a
+# A cancellation waits for its original (ADR-017): delivered, or withdrawn and no longer leased by a
 # worker that may still be sending it. An event that depends on nothing is never held back.
 ORIGINAL_SETTLED = """EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
                             AND (o.status = 'ENTREGADO'
@@ -112,7 +112,7 @@ WITH claimed AS (
     RETURNING id AS attempt_id, event_id
 )
 SELECT claimed.*, attempt.attempt_id,
-       -- a cancellation whose original was withdrawn may find nothing to undo there (ADR-016)
+       -- a cancellation whose original was withdrawn may find nothing to undo there (ADR-017)
        coalesce(original.status = 'RETIRADO', false) AS original_withdrawn
   FROM claimed JOIN attempt ON attempt.event_id = claimed.id
   LEFT JOIN outbox_event original ON original.id = claimed.depends_on
@@ -218,7 +218,7 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
     """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO | RETIRADO, retry delay s, error) in one statement.
 
     ENTREGADO (delivered now), REINTENTO (PENDIENTE again after the delay), FALLIDO (the caller opens the
-    dead letter) or RETIRADO (a cancellation with nothing to undo, ADR-016), each row fenced by its own
+    dead letter) or RETIRADO (a cancellation with nothing to undo, ADR-017), each row fenced by its own
     claim token and only while PENDIENTE; returns the ids written (an id missing from it lost its lease
     to another claimant, or was withdrawn with its order's cancel).
     """
@@ -238,7 +238,7 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
 
 def release_withdrawn(conn, claims: list[tuple]) -> int:
     """End the lease of withdrawn events this claimant was still delivering, (event id, claim token) each:
-    its cancellation waits for that, not for the lease to run out (ADR-016); return how many."""
+    its cancellation waits for that, not for the lease to run out (ADR-017); return how many."""
     if not claims:
         return 0
     ids, tokens = (list(column) for column in zip(*claims, strict=True))

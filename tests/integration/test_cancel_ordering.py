@@ -1,4 +1,4 @@
-"""A destination sees an order's effects in order (guarantee 20, ADR-016), on real workers and real fakes.
+"""A destination sees an order's effects in order (guarantee 20, ADR-017), on real workers and real fakes.
 
 Each destination ends with the original and its cancellation, in that order, or with neither —
 whether the cancel comes after the delivery, before it, while a delivery is in flight, while the

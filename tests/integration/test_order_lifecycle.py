@@ -69,7 +69,7 @@ def test_cancel_of_a_confirmed_order_releases_what_it_held_and_gives_back_its_ch
     assert stock(db, "COR-200") == {"on_hand": 500, "reserved": 0}
     assert stock(db, "TOR-010")["reserved"] == 0
     assert exposure(db, "Corralón del Sur") == before
-    # Neither event had left: both withdrawn, no cancellation written (ADR-016).
+    # Neither event had left: both withdrawn, no cancellation written (ADR-017).
     assert {(e["event_type"], e["status"]) for e in events_of(db, order_id)} == {
         ("order.handoff_requested", "RETIRADO"),
         ("billing.intent_recorded", "RETIRADO"),
