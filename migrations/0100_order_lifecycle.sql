@@ -26,6 +26,11 @@ UPDATE orders SET charged_cents = total_cents WHERE status = 'CONFIRMADO';
 
 -- The client's exposure is its opening balance plus what its orders charged, minus what it paid and
 -- what cancels gave back; the opening balance is what it owed before Nexo knew of its orders.
+-- A client that paid for an order later cancelled has a credit balance ("saldo a favor"): its exposure
+-- goes below zero, and its next orders use it. Refunding it is the business's decision (docs/unknowns.md);
+-- what must hold is that exposure adds up (nexo/books.py), so the old floor of zero goes.
+ALTER TABLE client DROP CONSTRAINT client_exposure_cents_check;
+
 -- A new client opens with the exposure it is created with.
 ALTER TABLE client ADD COLUMN opening_exposure_cents bigint;
 UPDATE client c SET opening_exposure_cents = c.exposure_cents - coalesce(
