@@ -46,8 +46,11 @@ class Mix:
         rng = self.rng
         roll = rng.random()
         if roll < 0.35:
+            client = rng.choice(CLIENTS)
             lines = [(sku, rng.randint(1, 3)) for sku in rng.sample(SKUS, rng.randint(1, 2))]
-            create_order(self.db, command(self.db, lines, client=rng.choice(CLIENTS)), self.wakeup)
+            if client == "Ferretería Platino SA":  # over its limit: it waits for credit (RN-01)
+                lines = [("CAB-045", 2), ("COR-200", rng.randint(1, 3))]
+            create_order(self.db, command(self.db, lines, client=client), self.wakeup)
         elif roll < 0.5 and (pending := self.orders("PENDIENTE_AUTORIZACION")):
             order_id = rng.choice(pending)
             if rng.random() < 0.6:
@@ -62,7 +65,7 @@ class Mix:
             lines = None if rng.random() < 0.5 else (dispatch.ShipLine(rng.choice(SKUS), 1),)
             dispatch.dispatch_order(self.db, dispatch.DispatchOrder(order_id, self.ids["sergio"], "sergio", lines))
         else:
-            amount = rng.randint(1, 2_000_000)
+            amount = rng.randint(1, 200_000)
             cmd = RecordPayment(rng.choice(self.clients), amount, f"pago {uuid.uuid4()}", self.ids["laura"], "laura")
             record_payment(self.db, cmd)
 
