@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import click
 from flask import Flask
 
-from nexo.db import Database
+from nexo.db import Conn, Database
 
 SHOWN = 5  # offending rows named per failed check; the count says how many there are
 
@@ -103,7 +103,7 @@ CHECKS: list[tuple[str, str, str]] = [
 ]
 
 
-def check_books(conn) -> list[Finding]:
+def check_books(conn: Conn) -> list[Finding]:
     """Run every check on the caller's connection (one snapshot: run it in a REPEATABLE READ transaction)."""
     findings = []
     for name, sql, noun in CHECKS:

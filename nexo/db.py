@@ -7,13 +7,30 @@ import os
 import select
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Protocol
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.abc import Params
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 log = logging.getLogger(__name__)
+
+# A connection of our pools: every row comes back as a dict (dict_row). The `conn` of every query function.
+Conn = psycopg.Connection[DictRow]
+
+
+def one_row(cursor: psycopg.Cursor[DictRow]) -> DictRow:
+    """The row of a statement that always returns one (count(*), an aggregate, INSERT … RETURNING, a row we hold).
+
+    fetchone() is typed "a row or None"; here None would be a bug, so it raises instead of passing a None on.
+    """
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the statement returned no row")
+    return row
+
 
 # What "the database is down" looks like to callers: the error handlers turn these into a 503 page.
 DatabaseUnavailable = (psycopg.OperationalError, PoolTimeout)
@@ -22,11 +39,11 @@ DatabaseUnavailable = (psycopg.OperationalError, PoolTimeout)
 class Transaction:
     """An open transaction on one connection. Nothing is kept unless commit() is called."""
 
-    def __init__(self, conn: psycopg.Connection):
+    def __init__(self, conn: Conn) -> None:
         self.conn = conn
         self.committed = False
 
-    def execute(self, sql: str, params=None) -> psycopg.Cursor:
+    def execute(self, sql: str, params: Params | None = None) -> psycopg.Cursor[DictRow]:
         """Run one statement inside the transaction."""
         return self.conn.execute(sql, params)
 
@@ -34,6 +51,14 @@ class Transaction:
         """Make the transaction's effects permanent."""
         self.conn.commit()
         self.committed = True
+
+
+class OpensTransactions(Protocol):
+    """What create_order needs of its database: a Database, or the API's wrapper that bounds its lock waits."""
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """Yield a Transaction that rolls back unless committed."""
+        ...
 
 
 class Database:
@@ -46,19 +71,19 @@ class Database:
         max_size: int = 10,
         timeout_s: float = 5.0,
         name: str = "nexo",
-        configure: Callable[[psycopg.Connection], None] | None = None,
+        configure: Callable[[Conn], None] | None = None,
     ):
         self.url = url
         self.max_size = max_size
         self.timeout_s = timeout_s
         self.name = name
         self.configure = configure  # run on every new connection (the web app's input guard)
-        self._pool: ConnectionPool | None = None
+        self._pool: ConnectionPool[Conn] | None = None
         self._pid: int | None = None
         self._lock = threading.Lock()
 
     @property
-    def pool(self) -> ConnectionPool:
+    def pool(self) -> ConnectionPool[Conn]:
         """The pool of this process; a pool inherited through fork() is never used."""
         if self._pool is None or self._pid != os.getpid():
             with self._lock:
@@ -92,13 +117,13 @@ class Database:
                     _roll_back(conn)
 
     @contextmanager
-    def reading(self) -> Iterator[psycopg.Connection]:
+    def reading(self) -> Iterator[Conn]:
         """Yield a connection for read-only queries; whatever it did is rolled back."""
         with self.transaction() as tx:
             yield tx.conn
 
     @contextmanager
-    def reading_one(self) -> Iterator[psycopg.Connection]:
+    def reading_one(self) -> Iterator[Conn]:
         """Yield a connection in autocommit for ONE read statement: no BEGIN and ROLLBACK round trips.
 
         For reads that need no snapshot shared with another statement (the user each request loads:
@@ -120,7 +145,7 @@ class Database:
         self._pool = None
 
 
-def check_lent_connection(conn: psycopg.Connection) -> None:
+def check_lent_connection(conn: Conn) -> None:
     """Raise if a pooled connection is broken; a round trip only when its socket says it may be.
 
     An idle connection has nothing to read. A restart (or pg_terminate_backend) leaves the server's
@@ -137,7 +162,7 @@ def check_lent_connection(conn: psycopg.Connection) -> None:
     ConnectionPool.check_connection(conn)
 
 
-def _roll_back(conn: psycopg.Connection) -> None:
+def _roll_back(conn: Conn) -> None:
     """Roll back, never raising: a rollback that fails must not hide the error that led to it.
 
     It fails when the connection was lost (a database restart). The server has then already dropped

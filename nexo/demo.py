@@ -9,6 +9,7 @@ from flask import Flask
 from werkzeug.security import generate_password_hash
 
 from nexo.auth.service import create_user
+from nexo.db import Conn, one_row
 from nexo.extensions import get_db
 
 WAREHOUSES = [("CEN", "Centro"), ("NOR", "Norte")]
@@ -45,17 +46,17 @@ def _password_hash(password: str) -> str:
     return generate_password_hash(password)
 
 
-def is_empty(conn) -> bool:
+def is_empty(conn: Conn) -> bool:
     """True when no user exists yet (a fresh database)."""
-    return conn.execute("SELECT NOT EXISTS (SELECT 1 FROM app_user) AS empty").fetchone()["empty"]
+    return one_row(conn.execute("SELECT NOT EXISTS (SELECT 1 FROM app_user) AS empty"))["empty"]
 
 
-def load(conn, password: str) -> None:
+def load(conn: Conn, password: str) -> None:
     """Insert the demo data in the caller's transaction (the database must hold none of it)."""
     for code, name in WAREHOUSES:
         conn.execute("INSERT INTO warehouse (id, name) VALUES (%s, %s)", [code, name])
     for sku, name, stock_cen, price in PRODUCTS:
-        product_id = conn.execute("INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]).fetchone()["id"]
+        product_id = one_row(conn.execute("INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]))["id"]
         conn.execute(
             "INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', %s), (%s, 'NOR', 0)",
             [product_id, stock_cen, product_id],

@@ -15,9 +15,11 @@ may have them only at its ends (a paste from a spreadsheet), where they are trim
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import psycopg
 from psycopg.types.string import StrDumperUnknown
-from wtforms import TextAreaField
+from wtforms import Form, TextAreaField
 from wtforms.validators import ValidationError
 
 # Unicode category Cc: U+0000-U+001F and U+007F-U+009F.
@@ -56,7 +58,7 @@ class NoControlCharacters:
             raise ValidationError(self.message)
 
 
-class RefusesControlCharacters:
+class RefusesControlCharacters(Form):
     """Form mixin: every field of the form gets NoControlCharacters (multiline for textareas)."""
 
     def validate(self, extra_validators=None) -> bool:
@@ -77,6 +79,6 @@ class GuardedStrDumper(StrDumperUnknown):
         return super().dump(obj)
 
 
-def refuse_control_characters(conn) -> None:
+def refuse_control_characters(conn: psycopg.Connection[Any]) -> None:
     """Pool `configure` callback: this connection dumps str parameters through GuardedStrDumper."""
     conn.adapters.register_dumper(str, GuardedStrDumper)

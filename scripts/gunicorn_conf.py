@@ -43,12 +43,13 @@ def _record_worker_death(server, pid: int) -> None:
     import socket
 
     import psycopg
+    from psycopg.rows import dict_row
 
     from nexo.processes import repository
     from nexo.settings import Settings
 
     try:
-        with psycopg.connect(Settings.from_env().database_url, connect_timeout=2, autocommit=True) as conn:
+        with psycopg.connect(Settings.from_env().database_url, connect_timeout=2, autocommit=True, row_factory=dict_row) as conn:
             repository.insert_event(
                 conn, socket.gethostname(), "web.worker", "worker_exited", pid, "gunicorn replaced a worker that died"
             )

@@ -18,6 +18,7 @@ from psycopg.errors import UniqueViolation
 from nexo import audit
 from nexo.api import repository as repo
 from nexo.auth.service import User
+from nexo.db import Database
 
 KEY_PREFIX = "nexo_"
 # last_used_at is written at most this often per key: a read on every request, a write once a minute.
@@ -42,7 +43,7 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_key(db, *, name: str, username: str, actor: str) -> str:
+def create_key(db: Database, *, name: str, username: str, actor: str) -> str:
     """Create a key named `name` acting as `username`; audited; return the key (the only time it exists)."""
     name = name.strip()
     if not name:
@@ -68,7 +69,7 @@ def create_key(db, *, name: str, username: str, actor: str) -> str:
     return key
 
 
-def revoke_key(db, *, name: str, actor: str) -> int:
+def revoke_key(db: Database, *, name: str, actor: str) -> int:
     """Revoke the live key named `name` at once; audited; return its id."""
     with db.transaction() as tx:
         key = repo.live_key_named(tx.conn, name.strip())
@@ -87,7 +88,7 @@ def revoke_key(db, *, name: str, actor: str) -> int:
     return key["id"]
 
 
-def authenticate(db, presented: str) -> Principal | None:
+def authenticate(db: Database, presented: str) -> Principal | None:
     """The principal of a live key, or None for an unknown or revoked one."""
     if not presented.startswith(KEY_PREFIX) or len(presented) > 100:
         return None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from nexo.api import repository as repo
 from nexo.auth.service import User
+from nexo.db import Conn
 from nexo.orders import queries as order_queries
 from nexo.orders.views import ORDER_VIEWER_PERMISSIONS  # the order page's rule, kept in one place
+from nexo.states import OrderStatus
 
 
 def may_view(header: dict, user: User) -> bool:
@@ -13,7 +17,7 @@ def may_view(header: dict, user: User) -> bool:
     return header["salesperson_id"] == user.id or any(user.can(p) for p in ORDER_VIEWER_PERMISSIONS)
 
 
-def visible_order(conn, order_id, user: User) -> dict | None:
+def visible_order(conn: Conn, order_id: UUID, user: User) -> dict | None:
     """The order JSON, or None when it does not exist or the user may not see it (both look the same).
 
     One statement: callers may read it in autocommit (Database.reading_one)."""
@@ -23,7 +27,9 @@ def visible_order(conn, order_id, user: User) -> dict | None:
     return _order_json(header)
 
 
-def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tuple[list[dict], tuple | None]:
+def orders_page(
+    conn: Conn, salesperson_id: int, *, status: OrderStatus | None, after: repo.Keyset | None, limit: int
+) -> tuple[list[dict], repo.Keyset | None]:
     """A page of the salesperson's orders and the keyset of its last row when another page follows."""
     rows = repo.orders_page(conn, salesperson_id, status=status, after=after, limit=limit + 1)
     more = len(rows) > limit
@@ -32,7 +38,7 @@ def orders_page(conn, salesperson_id: int, *, status, after, limit: int) -> tupl
     return [_order_json(row) for row in rows], last
 
 
-def catalog(conn, *, text: str = "", after: str | None = None, limit: int | None = None) -> tuple[list[dict], str | None]:
+def catalog(conn: Conn, *, text: str = "", after: str | None = None, limit: int | None = None) -> tuple[list[dict], str | None]:
     """Catalog items (SKU, name, list price or None, availability) by SKU, and the last SKU when more follow.
 
     The order form's SKU lookup: `text` a prefix of the SKU or of the name's first word, `after` a

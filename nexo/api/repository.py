@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from uuid import UUID
 
-def insert_key(conn, *, name: str, user_id: int, key_sha256: str) -> int:
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
+from nexo.states import OrderStatus
+
+
+def insert_key(conn: Conn, *, name: str, user_id: int, key_sha256: str) -> int:
     """Store a new key's hash; return its id."""
-    return conn.execute(
-        "INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id", [name, user_id, key_sha256]
-    ).fetchone()["id"]
+    return one_row(
+        conn.execute(
+            "INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id", [name, user_id, key_sha256]
+        )
+    )["id"]
 
 
-def live_key_named(conn, name: str) -> dict | None:
+def live_key_named(conn: Conn, name: str) -> DictRow | None:
     """The unrevoked key with this name, locked for the caller's transaction, or None."""
     return conn.execute(
         "SELECT id, name, user_id FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE", [name]
     ).fetchone()
 
 
-def revoke_key(conn, key_id: int) -> None:
+def revoke_key(conn: Conn, key_id: int) -> None:
     """Mark a key revoked now; the next request that presents it gets 401."""
     conn.execute("UPDATE api_key SET revoked_at = now() WHERE id = %s", [key_id])
 
 
-def key_with_user(conn, key_sha256: str) -> dict | None:
+def key_with_user(conn: Conn, key_sha256: str) -> DictRow | None:
     """The live key with this hash, its user and the user's permissions, or None (one round trip)."""
     return conn.execute(
         """
@@ -41,12 +51,12 @@ def key_with_user(conn, key_sha256: str) -> dict | None:
     ).fetchone()
 
 
-def touch_key(conn, key_id: int) -> None:
+def touch_key(conn: Conn, key_id: int) -> None:
     """Record that the key was used now."""
     conn.execute("UPDATE api_key SET last_used_at = now() WHERE id = %s", [key_id])
 
 
-def all_keys(conn) -> list[dict]:
+def all_keys(conn: Conn) -> list[DictRow]:
     """Every key (never its hash) with its user, live ones first, newest first."""
     return conn.execute(
         """
@@ -57,11 +67,14 @@ def all_keys(conn) -> list[dict]:
     ).fetchall()
 
 
-def user_id_by_username(conn, username: str) -> int | None:
+def user_id_by_username(conn: Conn, username: str) -> int | None:
     """The id of the active user with this username, or None."""
     row = conn.execute("SELECT id FROM app_user WHERE username = %s AND active", [username.strip().lower()]).fetchone()
     return row["id"] if row else None
 
+
+# An order page's position: (created_at, id) of its last order.
+Keyset = tuple[datetime, UUID]
 
 # --- order read models ---------------------------------------------------------------------------
 
@@ -78,17 +91,20 @@ _ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_i
                                 FROM outbox_event e WHERE e.aggregate_id = o.id), '[]') AS events"""
 
 
-def order(conn, order_id) -> dict | None:
+def order(conn: Conn, order_id: UUID) -> DictRow | None:
     """One order with its lines and events, or None."""
     return conn.execute(f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE o.id = %s", [order_id]).fetchone()
 
 
-def orders_page(conn, salesperson_id: int, *, status: str | None, after: tuple | None, limit: int) -> list[dict]:
+def orders_page(
+    conn: Conn, salesperson_id: int, *, status: OrderStatus | None, after: Keyset | None, limit: int
+) -> list[DictRow]:
     """Up to `limit` orders of a salesperson with their lines and events, newest first, strictly after the
     keyset `after` = (created_at, id) of the previous page: an index range scan, never an OFFSET that
     re-reads the skipped rows."""
     # Conditions are added, not switched off with "%s IS NULL OR …", so every plan can use the index.
-    where, params = ["o.salesperson_id = %s"], [salesperson_id]
+    where: list[str] = ["o.salesperson_id = %s"]
+    params: list[object] = [salesperson_id]
     if status is not None:
         where.append("o.status = %s")
         params.append(status)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from spectree import Response, SecurityScheme, SecuritySchemeData, SpecTree
+from spectree.models import SecureType
 
 from nexo.api.problems import PROBLEM_JSON, ApiProblem
 from nexo.api.schemas import Problem
@@ -49,7 +50,9 @@ api_spec = SpecTree(
     security_schemes=[
         SecurityScheme(
             name="bearer",
-            data=SecuritySchemeData(type="http", scheme="bearer", description="An API key (`flask --app app apikeys create`)."),
+            data=SecuritySchemeData(
+                type=SecureType.HTTP, scheme="bearer", description="An API key (`flask --app app apikeys create`)."
+            ),
         )
     ],
     security={"bearer": []},

@@ -19,6 +19,7 @@ from nexo.api.http import json_response
 from nexo.api.keys import Principal
 from nexo.api.problems import ApiProblem
 from nexo.api.schemas import OrderIn
+from nexo.db import Database
 from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, service
 
@@ -35,7 +36,7 @@ RETRY_AFTER_S = "1"
 class _BoundedLockWait:
     """The Database create_order runs on, with every lock wait of its transaction bounded."""
 
-    def __init__(self, db, lock_wait_ms: int):
+    def __init__(self, db: Database, lock_wait_ms: int) -> None:
         self._db, self._lock_wait_ms = db, lock_wait_ms
 
     @contextmanager

@@ -6,12 +6,14 @@ import base64
 import json
 import uuid
 from datetime import datetime
+from typing import Any
 
 from flask import Blueprint, current_app, g, request
 
 from nexo.api import keys, problems, read_models
 from nexo.api.http import json_response
 from nexo.api.problems import ApiProblem
+from nexo.api.repository import Keyset
 from nexo.api.schemas import Catalog, CatalogQuery, OrderIn, OrderOut, OrderPage, OrdersQuery, Problem
 from nexo.api.spec import api_spec, document, responses
 from nexo.api.submit import submit_order
@@ -43,7 +45,7 @@ def authenticate():
             headers={"WWW-Authenticate": 'Bearer realm="nexo"'},
         )
     g.api_principal = principal
-    permission = PERMISSIONS.get(request.endpoint)
+    permission = PERMISSIONS.get(request.endpoint or "")
     if permission and not principal.user.can(permission):
         raise ApiProblem("forbidden", f"The key's user ({principal.user.username}) lacks {permission}.")
     if request.endpoint == "api.create_order":
@@ -79,6 +81,11 @@ def _require_json_object() -> None:
         raise ApiProblem("invalid_request", "The body is not valid JSON.", errors={"body": ["Not valid JSON."]})
 
 
+def _validated() -> Any:
+    """The body and query spectree validated for this request (request.context, which Flask's types do not declare)."""
+    return request.context  # type: ignore[attr-defined]
+
+
 @bp.app_errorhandler(ApiProblem)
 def api_problem(problem: ApiProblem):
     return problems.from_problem(problem)
@@ -103,7 +110,7 @@ def create_order():
     price_source_unavailable) → 422 with that reason and nothing kept: the same key may be sent again.
     An order over the client's credit is created PENDIENTE_AUTORIZACION (not confirmed).
     """
-    return submit_order(g.api_principal, g.idempotency_key, request.context.json)
+    return submit_order(g.api_principal, g.idempotency_key, _validated().json)
 
 
 @bp.get("/orders/<uuid:order_id>")
@@ -121,7 +128,7 @@ def get_order(order_id: uuid.UUID):
 @api_spec.validate(query=OrdersQuery, resp=responses(HTTP_200=OrderPage, HTTP_400=Problem), tags=["orders"])
 def list_orders():
     """The key's user's orders, newest first, `limit` per page; pass `next_cursor` as `cursor` for the next."""
-    query: OrdersQuery = request.context.query
+    query: OrdersQuery = _validated().query
     after = _decode_cursor(query.cursor) if query.cursor else None
     with get_db().reading_one() as conn:
         orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after, limit=query.limit)
@@ -136,7 +143,7 @@ def catalog():
     Every product by default. `q` keeps those whose SKU or name starts with it; `limit` pages (pass
     `next_cursor` as `cursor`, with the same `q`, for the next page).
     """
-    query: CatalogQuery = request.context.query
+    query: CatalogQuery = _validated().query
     after = _decode_sku_cursor(query.cursor) if query.cursor else None
     with get_db().reading_one() as conn:  # one statement: no BEGIN, no ROLLBACK
         items, last = read_models.catalog(conn, text=query.q or "", after=after, limit=query.limit)
@@ -157,12 +164,12 @@ def openapi():
 # the catalog by SKU; a cursor of one list is refused by the other.
 
 
-def _encode_cursor(last: tuple) -> str:
+def _encode_cursor(last: Keyset) -> str:
     created_at, order_id = last
     return _opaque([created_at.isoformat(), str(order_id)])
 
 
-def _decode_cursor(cursor: str) -> tuple:
+def _decode_cursor(cursor: str) -> Keyset:
     try:
         created_at, order_id = _unwrap(cursor)
         return datetime.fromisoformat(created_at), uuid.UUID(order_id)

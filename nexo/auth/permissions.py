@@ -22,7 +22,6 @@ def permission_required(permission: str):
                 abort(403)
             return view(*args, **kwargs)
 
-        wrapped.required_permission = permission
         return wrapped
 
     return decorator

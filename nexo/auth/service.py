@@ -8,6 +8,8 @@ from functools import lru_cache
 from flask_login import UserMixin
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from nexo.db import Conn, one_row
+
 
 @lru_cache(maxsize=1)
 def _dummy_hash() -> str:
@@ -47,13 +49,13 @@ def _to_user(row) -> User:
     return User(row["id"], row["username"], row["full_name"], frozenset(row["permissions"]))
 
 
-def load_user(conn, user_id: int) -> User | None:
+def load_user(conn: Conn, user_id: int) -> User | None:
     """The active user with this id, or None."""
     row = conn.execute(_USER_SQL.replace("{where}", "u.id = %s"), [user_id]).fetchone()
     return _to_user(row) if row else None
 
 
-def authenticate(conn, username: str, password: str) -> User | None:
+def authenticate(conn: Conn, username: str, password: str) -> User | None:
     """The active user whose password matches, or None."""
     row = conn.execute(_USER_SQL.replace("{where}", "u.username = %s"), [username.strip().lower()]).fetchone()
     if row is None:
@@ -62,12 +64,14 @@ def authenticate(conn, username: str, password: str) -> User | None:
     return _to_user(row) if check_password_hash(row["password_hash"], password) else None
 
 
-def create_user(conn, username: str, full_name: str, password_hash: str, roles: list[str]) -> int:
+def create_user(conn: Conn, username: str, full_name: str, password_hash: str, roles: list[str]) -> int:
     """Create a user with the given roles in the caller's transaction; return its id."""
-    user_id = conn.execute(
-        "INSERT INTO app_user (username, full_name, password_hash) VALUES (%s, %s, %s) RETURNING id",
-        [username.strip().lower(), full_name, password_hash],
-    ).fetchone()["id"]
+    user_id = one_row(
+        conn.execute(
+            "INSERT INTO app_user (username, full_name, password_hash) VALUES (%s, %s, %s) RETURNING id",
+            [username.strip().lower(), full_name, password_hash],
+        )
+    )["id"]
     for role in roles:
         conn.execute("INSERT INTO user_role (user_id, role_name) VALUES (%s, %s)", [user_id, role])
     return user_id

@@ -39,7 +39,8 @@ def login():
     form = LoginForm()
     if form.validate_on_submit():
         with get_db().reading() as conn:
-            user = service.authenticate(conn, form.username.data, form.password.data)
+            # Both fields are required (LoginForm), so validate_on_submit() leaves neither empty.
+            user = service.authenticate(conn, form.username.data or "", form.password.data or "")
         if user is None:
             log.info("login refused for a username of %d characters", len(form.username.data or ""))
             flash("Usuario o contraseña incorrectos.", "error")

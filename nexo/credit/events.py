@@ -7,19 +7,23 @@ that waited for credit from one that did not (tests/integration/test_credit_deci
 
 from __future__ import annotations
 
+from uuid import UUID
+
+from nexo.db import Conn, one_row
 from nexo.outbox.order_events import order_payload
 
 
-def order_event_payload(conn, order_id) -> dict:
+def order_event_payload(conn: Conn, order_id: UUID) -> dict:
     """The payload of `order.handoff_requested` and `billing.intent_recorded` for one stored order."""
-    order = conn.execute(
+    found = conn.execute(
         """
         SELECT o.id, o.warehouse_id, o.total_cents, c.id AS client_id, c.name AS client_name, c.tier
           FROM orders o JOIN client c ON c.id = o.client_id
          WHERE o.id = %s
         """,
         [order_id],
-    ).fetchone()
+    )
+    order = one_row(found)  # the order the decision just locked
     lines = conn.execute(
         "SELECT sku, quantity, unit_price_cents FROM order_line WHERE order_id = %s ORDER BY sku", [order_id]
     ).fetchall()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nexo import audit
+from nexo.db import Conn, Database, one_row
 
 log = logging.getLogger(__name__)
 MAX_AMOUNT_CENTS = 10**15  # an input sanity bound (ten trillion pesos), not a business rule
@@ -85,7 +86,7 @@ def payment_hash(cmd: RecordPayment) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def record_payment(db, cmd: RecordPayment) -> PaymentResult:
+def record_payment(db: Database, cmd: RecordPayment) -> PaymentResult:
     """Record the payment (see the module docstring)."""
     if not 0 < cmd.amount_cents <= MAX_AMOUNT_CENTS or not cmd.reference.strip():
         raise ValueError("a payment needs an amount from 1 cent and a reference")  # the forms refuse it first
@@ -97,13 +98,13 @@ def record_payment(db, cmd: RecordPayment) -> PaymentResult:
     return result
 
 
-def _record(conn, cmd: RecordPayment) -> PaymentResult:
+def _record(conn: Conn, cmd: RecordPayment) -> PaymentResult:
     if conn.execute("SELECT 1 FROM client WHERE id = %s", [cmd.client_id]).fetchone() is None:
         return ClientNotFound(cmd.client_id)
     # The payment row first, as ADR-007 claims an order's key: a retry with the same key waits for the
     # first request's row and replays what it kept; if that one was refused, this insert goes through.
     digest = payment_hash(cmd) if cmd.idempotency_key else None
-    claim = conn.execute(
+    claimed = conn.execute(
         """
         INSERT INTO payment (id, client_id, amount_cents, reference, created_by, api_key_id, idempotency_key, request_hash)
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
@@ -112,7 +113,8 @@ def _record(conn, cmd: RecordPayment) -> PaymentResult:
         """,
         [uuid.uuid4(), cmd.client_id, cmd.amount_cents, cmd.reference.strip(), cmd.actor_id, cmd.api_key_id,
          cmd.idempotency_key, digest],
-    ).fetchone()  # fmt: skip
+    )  # fmt: skip
+    claim = one_row(claimed)
     if not claim["inserted"]:
         return PaymentReplayed(claim["id"]) if claim["request_hash"] == digest else PaymentKeyReused()
     # RN-01's row, conditionally, like an order's charge: never below zero, whatever runs beside it.
@@ -121,7 +123,7 @@ def _record(conn, cmd: RecordPayment) -> PaymentResult:
         [cmd.amount_cents, cmd.client_id, cmd.amount_cents],
     ).fetchone()
     if paid is None:
-        owed = conn.execute("SELECT exposure_cents FROM client WHERE id = %s", [cmd.client_id]).fetchone()
+        owed = one_row(conn.execute("SELECT exposure_cents FROM client WHERE id = %s", [cmd.client_id]))
         return ExceedsExposure(owed["exposure_cents"])
     audit.append(
         conn,
@@ -150,7 +152,7 @@ class ChangeLimit:
     actor_username: str
 
 
-def change_limit(db, cmd: ChangeLimit) -> int | None:
+def change_limit(db: Database, cmd: ChangeLimit) -> int | None:
     """Set the limit and audit the change (before, after, why); return the previous limit, None when no client."""
     if not 0 <= cmd.limit_cents <= MAX_AMOUNT_CENTS or not cmd.reason.strip():
         raise ValueError("a limit change needs a limit from 0 and a reason")

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
+
 QUEUE_LIMIT = 200
 
 _PENDING_SQL = """
@@ -47,26 +53,31 @@ _LINES_SQL = """
 
 
 def pending_orders(
-    conn, *, order_id=None, client_id=None, tier: str | None = None, salesperson_id: int | None = None
-) -> list[dict]:
+    conn: Conn,
+    *,
+    order_id: UUID | None = None,
+    client_id: UUID | None = None,
+    tier: str | None = None,
+    salesperson_id: int | None = None,
+) -> list[DictRow]:
     """Orders waiting for credit, oldest first, each with its client's figures and its lines."""
     rows = conn.execute(
         _PENDING_SQL,
         {"order_id": order_id, "client_id": client_id, "tier": tier, "salesperson_id": salesperson_id, "limit": QUEUE_LIMIT},
     ).fetchall()
-    lines: dict = {}
+    lines: dict[UUID, list[DictRow]] = {}
     if rows:
         for line in conn.execute(_LINES_SQL, [[row["id"] for row in rows]]).fetchall():
             lines.setdefault(line["order_id"], []).append(line)
     return [{**row, "lines": lines.get(row["id"], [])} for row in rows]
 
 
-def pending_count(conn) -> int:
+def pending_count(conn: Conn) -> int:
     """How many orders wait for credit (the navigation badge)."""
-    return conn.execute("SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'").fetchone()["n"]
+    return one_row(conn.execute("SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'"))["n"]
 
 
-def filter_choices(conn, selected_client=None) -> dict:
+def filter_choices(conn: Conn, selected_client: UUID | None = None) -> dict[str, list[DictRow]]:
     """Clients and salespeople to filter the queue by: clients with a waiting order (and the selected one).
 
     Only the clients in the queue: a select of every client would be thousands of options rendered on
@@ -95,9 +106,9 @@ def filter_choices(conn, selected_client=None) -> dict:
     return {"clients": clients, "salespeople": salespeople}
 
 
-def decided_orders(conn, *, limit: int, offset: int) -> tuple[list[dict], int]:
+def decided_orders(conn: Conn, *, limit: int, offset: int) -> tuple[list[DictRow], int]:
     """Credit decisions, newest first, with who, when, why and the figures at decision time; and the total."""
-    total = conn.execute("SELECT count(*) AS n FROM orders WHERE decided_at IS NOT NULL").fetchone()["n"]
+    total = one_row(conn.execute("SELECT count(*) AS n FROM orders WHERE decided_at IS NOT NULL"))["n"]
     rows = conn.execute(
         """
         SELECT o.id, o.status, o.decided_at, o.decision_note, o.total_cents, o.created_at,

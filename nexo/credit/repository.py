@@ -8,10 +8,17 @@ cannot wait on each other in a cycle.
 
 from __future__ import annotations
 
+from uuid import UUID
+
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
 from nexo.states import BillingStatus, OrderStatus
 
 
-def mark_decided(conn, order_id, *, status: OrderStatus, billing_status: BillingStatus, officer_id: int, note: str | None):
+def mark_decided(
+    conn: Conn, order_id: UUID, *, status: OrderStatus, billing_status: BillingStatus, officer_id: int, note: str | None
+) -> DictRow | None:
     """Move a pending order to its decision and return it; None when it is not pending (or unknown).
 
     The status condition is the whole concurrency guard (CU-02): a second decider blocks on the row
@@ -38,7 +45,7 @@ def mark_decided(conn, order_id, *, status: OrderStatus, billing_status: Billing
     ).fetchone()
 
 
-def find_decision(conn, order_id):
+def find_decision(conn: Conn, order_id: UUID) -> DictRow | None:
     """Status and decider of an order (None when it does not exist)."""
     return conn.execute(
         """
@@ -54,18 +61,20 @@ def find_decision(conn, order_id):
 _CLIENT_SQL = "SELECT id, name, tier, credit_limit_cents, exposure_cents FROM client WHERE id = %s"
 
 
-def lock_client(conn, client_id):
+def lock_client(conn: Conn, client_id: UUID) -> DictRow:
     """The client's credit figures, locked until the end of the transaction (approval changes them)."""
-    return conn.execute(_CLIENT_SQL + " FOR UPDATE", [client_id]).fetchone()
+    return one_row(conn.execute(_CLIENT_SQL + " FOR UPDATE", [client_id]))
 
 
-def read_client(conn, client_id):
+def read_client(conn: Conn, client_id: UUID) -> DictRow:
     """The client's credit figures without locking (a rejection only records them)."""
-    return conn.execute(_CLIENT_SQL, [client_id]).fetchone()
+    return one_row(conn.execute(_CLIENT_SQL, [client_id]))
 
 
-def add_exposure(conn, client_id, cents: int) -> int:
+def add_exposure(conn: Conn, client_id: UUID, cents: int) -> int:
     """Add an authorized order's total to the client's exposure (RN-01); return the new exposure."""
-    return conn.execute(
-        "UPDATE client SET exposure_cents = exposure_cents + %s WHERE id = %s RETURNING exposure_cents", [cents, client_id]
-    ).fetchone()["exposure_cents"]
+    return one_row(
+        conn.execute(
+            "UPDATE client SET exposure_cents = exposure_cents + %s WHERE id = %s RETURNING exposure_cents", [cents, client_id]
+        )
+    )["exposure_cents"]

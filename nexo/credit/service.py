@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from psycopg.rows import DictRow
+
 from nexo import audit
 from nexo.credit import repository as repo
 from nexo.credit.events import order_event_payload
+from nexo.db import Conn, Database
 from nexo.outbox.order_events import add_order_confirmed_events
 from nexo.outbox.wakeup import Wakeup
 from nexo.states import BillingStatus, OrderStatus, ReservationKind
@@ -79,9 +82,9 @@ class Decided:
     """The decision was recorded: status CONFIRMADO or RECHAZADO."""
 
     order_id: uuid.UUID
-    status: str
+    status: OrderStatus
     figures: CreditFigures
-    event_ids: tuple = ()
+    event_ids: tuple[uuid.UUID, ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -94,7 +97,7 @@ class AlreadyDecided:
     """The order is no longer pending; decided_by is None when nobody from credit decided it."""
 
     order_id: uuid.UUID
-    status: str
+    status: OrderStatus
     decided_by: str | None
     decided_at: datetime | None
     outcome: ClassVar[str] = "already_decided"
@@ -132,7 +135,7 @@ class ReservationReleased:
 DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased
 
 
-def approve_order(db, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> DecisionResult:
+def approve_order(db: Database, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> DecisionResult:
     """Confirm a pending order: reservations FIRME, exposure += total, two outbox events, audit row.
 
     `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
@@ -150,7 +153,7 @@ def approve_order(db, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> Decisi
     return result
 
 
-def reject_order(db, cmd: RejectOrder) -> DecisionResult:
+def reject_order(db: Database, cmd: RejectOrder) -> DecisionResult:
     """Refuse a pending order: status RECHAZADO, soft reservations released, audit row with the reason."""
     started = time.perf_counter()
     with db.transaction() as tx:
@@ -162,7 +165,7 @@ def reject_order(db, cmd: RejectOrder) -> DecisionResult:
     return result
 
 
-def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
+def _approve(conn: Conn, cmd: ApproveOrder) -> DecisionResult:
     # Lock order: order row (this UPDATE) -> client row -> reservations (see repository docstring).
     order = repo.mark_decided(
         conn,
@@ -209,7 +212,7 @@ def _approve(conn, cmd: ApproveOrder) -> DecisionResult:
     return Decided(cmd.order_id, OrderStatus.CONFIRMADO, now, event_ids)
 
 
-def _reject(conn, cmd: RejectOrder) -> DecisionResult:
+def _reject(conn: Conn, cmd: RejectOrder) -> DecisionResult:
     order = repo.mark_decided(
         conn,
         cmd.order_id,
@@ -244,14 +247,14 @@ def _reject(conn, cmd: RejectOrder) -> DecisionResult:
     return Decided(cmd.order_id, OrderStatus.RECHAZADO, figures)
 
 
-def _not_pending(conn, order_id) -> AlreadyDecided | NotFound:
+def _not_pending(conn: Conn, order_id: uuid.UUID) -> AlreadyDecided | NotFound:
     row = repo.find_decision(conn, order_id)
     if row is None:
         return NotFound(order_id)
-    return AlreadyDecided(order_id, row["status"], row["decided_by_name"], row["decided_at"])
+    return AlreadyDecided(order_id, OrderStatus(row["status"]), row["decided_by_name"], row["decided_at"])
 
 
-def _figures_details(client, figures: CreditFigures) -> dict:
+def _figures_details(client: DictRow, figures: CreditFigures) -> dict:
     return {
         "client_id": str(client["id"]),
         "client_name": client["name"],

@@ -90,7 +90,7 @@ def reject(order_id):
             order_id=order_id,
             officer_id=current_user.id,
             officer_username=current_user.username,
-            reason=form.reason.data,
+            reason=form.reason.data or "",  # required by RejectForm: never empty here
             correlation_id=g.get("request_id"),
         ),
     )
@@ -101,8 +101,8 @@ def reject(order_id):
 @permission_required(PERMISSION)
 def decided():
     """Who decided what, when and why, newest first."""
-    page = request.args.get("page", "1")
-    page = int(page) if page.isdigit() and 0 < int(page) < 100_000 else 1
+    asked = request.args.get("page", "1")
+    page = int(asked) if asked.isdigit() and 0 < int(asked) < 100_000 else 1
     with get_db().reading() as conn:
         rows, total = queries.decided_orders(conn, limit=DECIDED_PAGE_SIZE, offset=(page - 1) * DECIDED_PAGE_SIZE)
     return render_template("credit/decided.html", rows=rows, total=total, page=page, has_next=page * DECIDED_PAGE_SIZE < total)

@@ -7,7 +7,7 @@ import uuid
 from flask_wtf import FlaskForm
 from wtforms import Form, HiddenField, IntegerField, SelectField, StringField, TextAreaField
 from wtforms.fields import DateField
-from wtforms.fields.choices import SelectChoice
+from wtforms.fields.choices import SelectChoice  # type: ignore[attr-defined]  # new in WTForms 3.3; types-WTForms 3.2 lacks it
 from wtforms.validators import DataRequired, InputRequired, Length, NumberRange, Optional, ValidationError
 
 from nexo.deadletters.queries import STATUSES

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
+from uuid import UUID
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
 from nexo.outbox.registry import NAMES
 from nexo.states import DeadLetterStatus
 
@@ -17,7 +21,7 @@ class ListFilter:
     """What the admin narrowed the list to; every field but destinations is optional."""
 
     destinations: tuple[str, ...] = DESTINATIONS
-    status: str | None = None
+    status: DeadLetterStatus | None = None
     signature: str | None = None
     client_id: str | None = None
     failed_from: date | None = None
@@ -25,13 +29,13 @@ class ListFilter:
     ids: tuple[int, ...] | None = field(default=None)
 
 
-def pending_count(conn) -> int:
+def pending_count(conn: Conn) -> int:
     """How many dead letters wait for a decision (Marta's navigation badge).
 
     Answered from the partial index dead_letter_one_pending_per_event (WHERE status = 'pending',
     migration 0003): its size is the number of pending dead letters, however many resolved ones exist.
     """
-    return conn.execute("SELECT count(*) AS n FROM dead_letter WHERE status = 'pending'").fetchone()["n"]
+    return one_row(conn.execute("SELECT count(*) AS n FROM dead_letter WHERE status = 'pending'"))["n"]
 
 
 def _where(f: ListFilter) -> tuple[str, dict]:
@@ -67,7 +71,7 @@ _FROM = """
 """
 
 
-def count_capped(conn, f: ListFilter, cap: int) -> int:
+def count_capped(conn: Conn, f: ListFilter, cap: int) -> int:
     """How many dead letters match, counting at most cap + 1 (so a huge backlog costs a bounded count).
 
     Counted in the list's own order, so the count walks the same index as the page (newest failure
@@ -77,14 +81,16 @@ def count_capped(conn, f: ListFilter, cap: int) -> int:
     # Only the client filter needs the joins: without it they cannot drop a row (every dead letter has
     # its event, order and client, by foreign keys), and the count reads the dead letters alone.
     source = _FROM if f.client_id else "FROM dead_letter d"
-    return conn.execute(
-        f"SELECT count(*) AS n FROM (SELECT 1 {source} WHERE {where}"
-        " ORDER BY d.last_failed_at DESC, d.id DESC LIMIT %(cap_plus_one)s) AS candidates",
-        {**params, "cap_plus_one": cap + 1},
-    ).fetchone()["n"]
+    return one_row(
+        conn.execute(
+            f"SELECT count(*) AS n FROM (SELECT 1 {source} WHERE {where}"
+            " ORDER BY d.last_failed_at DESC, d.id DESC LIMIT %(cap_plus_one)s) AS candidates",
+            {**params, "cap_plus_one": cap + 1},
+        )
+    )["n"]
 
 
-def list_page(conn, f: ListFilter, *, limit: int, offset: int) -> list[dict]:
+def list_page(conn: Conn, f: ListFilter, *, limit: int, offset: int) -> list[DictRow]:
     """One page of summaries, newest failure first. No payload: the list never shows it."""
     where, params = _where(f)
     return conn.execute(
@@ -101,7 +107,7 @@ def list_page(conn, f: ListFilter, *, limit: int, offset: int) -> list[dict]:
     ).fetchall()
 
 
-def pending_ids(conn, f: ListFilter, *, limit: int) -> list[int]:
+def pending_ids(conn: Conn, f: ListFilter, *, limit: int) -> list[int]:
     """Ids of the pending dead letters a bulk action would touch, oldest first, at most `limit`."""
     where, params = _where(ListFilter(**{**f.__dict__, "status": DeadLetterStatus.PENDING}))
     rows = conn.execute(
@@ -111,7 +117,7 @@ def pending_ids(conn, f: ListFilter, *, limit: int) -> list[int]:
     return [r["id"] for r in rows]
 
 
-def groups(conn, *, destinations: tuple[str, ...], status: str = DeadLetterStatus.PENDING) -> list[dict]:
+def groups(conn: Conn, *, destinations: tuple[str, ...], status: DeadLetterStatus = DeadLetterStatus.PENDING) -> list[DictRow]:
     """Dead letters counted by destination and error signature, biggest group first."""
     return conn.execute(
         """
@@ -127,7 +133,7 @@ def groups(conn, *, destinations: tuple[str, ...], status: str = DeadLetterStatu
     ).fetchall()
 
 
-def clients(conn, destinations: tuple[str, ...], selected: str | None = None) -> list[dict]:
+def clients(conn: Conn, destinations: tuple[str, ...], selected: str | None = None) -> list[DictRow]:
     """Clients with a pending dead letter in these destinations (and the selected one), for the list's filter.
 
     Pending only: after years nearly every client has some resolved or discarded dead letter, so a
@@ -145,7 +151,7 @@ def clients(conn, destinations: tuple[str, ...], selected: str | None = None) ->
     ).fetchall()
 
 
-def dead_letter(conn, dead_letter_id: int) -> dict | None:
+def dead_letter(conn: Conn, dead_letter_id: int) -> DictRow | None:
     """One dead letter with its event (payload included) and the order it belongs to."""
     return conn.execute(
         """
@@ -165,7 +171,7 @@ def dead_letter(conn, dead_letter_id: int) -> dict | None:
     ).fetchone()
 
 
-def attempts(conn, event_id) -> list[dict]:
+def attempts(conn: Conn, event_id: UUID) -> list[DictRow]:
     """Every delivery attempt of an event, in the order they started (all cycles)."""
     return conn.execute(
         "SELECT attempt_no, worker, started_at, finished_at, outcome, http_status, error, duration_ms"
@@ -174,7 +180,7 @@ def attempts(conn, event_id) -> list[dict]:
     ).fetchall()
 
 
-def siblings(conn, event_id, destination: str) -> list[dict]:
+def siblings(conn: Conn, event_id: UUID, destination: str) -> list[DictRow]:
     """Every dead letter the same event had (one per FALLIDO cycle), newest first."""
     return conn.execute(
         "SELECT id, status, attempts, last_failed_at, resolved_at, resolved_by"
@@ -183,7 +189,7 @@ def siblings(conn, event_id, destination: str) -> list[dict]:
     ).fetchall()
 
 
-def history(conn, dead_letter_id: int) -> list[dict]:
+def history(conn: Conn, dead_letter_id: int) -> list[DictRow]:
     """The audit trail of one dead letter: who did what, and why, oldest first."""
     return conn.execute(
         "SELECT occurred_at, actor, action, details FROM audit_log"

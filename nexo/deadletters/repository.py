@@ -6,10 +6,16 @@ outbox_event are written only by nexo/outbox (requeue on replay, purge of delive
 
 from __future__ import annotations
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn
 from nexo.outbox.repository import check_retention_days
+from nexo.states import DeadLetterStatus
 
 
-def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str, actor: str, note: str | None) -> dict | None:
+def resolve_pending(
+    conn: Conn, *, dead_letter_id: int, destination: str, status: DeadLetterStatus, actor: str, note: str | None
+) -> DictRow | None:
     """Move one pending dead letter to a terminal status; None when it was not pending any more.
 
     The `status = 'pending'` condition is the whole concurrency control (ADR-010): two admins
@@ -27,8 +33,8 @@ def resolve_pending(conn, *, dead_letter_id: int, destination: str, status: str,
 
 
 def resolve_pending_many(
-    conn, *, dead_letter_ids: list[int], destination: str, status: str, actor: str, note: str | None
-) -> list[dict]:
+    conn: Conn, *, dead_letter_ids: list[int], destination: str, status: DeadLetterStatus, actor: str, note: str | None
+) -> list[DictRow]:
     """Move the listed pending dead letters of one destination to a terminal status; return those moved.
 
     Rows are locked in id order so that two bulk actions over overlapping groups never deadlock; rows
@@ -51,7 +57,7 @@ def resolve_pending_many(
     ).fetchall()
 
 
-def current_state(conn, dead_letter_id: int) -> dict | None:
+def current_state(conn: Conn, dead_letter_id: int) -> DictRow | None:
     """Status, destination and resolution of one dead letter (None if it does not exist)."""
     return conn.execute(
         "SELECT id, event_id, destination, status, resolved_by, resolved_at, resolution_note  FROM dead_letter WHERE id = %s",
@@ -59,7 +65,7 @@ def current_state(conn, dead_letter_id: int) -> dict | None:
     ).fetchone()
 
 
-def purge_terminal_dead_letters(conn, *, destination: str, grace_days: int, batch: int = 1000) -> list[int]:
+def purge_terminal_dead_letters(conn: Conn, *, destination: str, grace_days: int, batch: int = 1000) -> list[int]:
     """Delete up to `batch` resolved/discarded dead letters of one destination resolved over grace_days ago; return their ids.
 
     'pending' is never in the WHERE: a dead letter nobody decided on is kept for ever (ADR-010, retention).

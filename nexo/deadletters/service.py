@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from nexo import audit
-from nexo.db import Database
+from nexo.db import Conn, Database
 from nexo.deadletters import queries, repository
 from nexo.outbox import repository as outbox
 from nexo.outbox.wakeup import Wakeup
@@ -68,7 +68,7 @@ class Done:
 
     dead_letter_id: int
     event_id: uuid.UUID
-    status: str
+    status: DeadLetterStatus
     resolved_by: str
     outcome: ClassVar[str] = "done"
 
@@ -87,7 +87,7 @@ class AlreadyResolved:
 
     dead_letter_id: int
     event_id: uuid.UUID
-    status: str
+    status: DeadLetterStatus
     resolved_by: str | None
     resolved_at: datetime | None
     outcome: ClassVar[str] = "conflict"
@@ -188,14 +188,14 @@ def view_dead_letter(db: Database, dead_letter_id: int, actor: str, *, audit_vie
     return detail
 
 
-def _conflict(conn, dead_letter_id: int) -> ActionResult:
+def _conflict(conn: Conn, dead_letter_id: int) -> ActionResult:
     state = repository.current_state(conn, dead_letter_id)
     if state is None:
         return NotFound(dead_letter_id)
     return AlreadyResolved(
         dead_letter_id,
         event_id=state["event_id"],
-        status=state["status"],
+        status=DeadLetterStatus(state["status"]),
         resolved_by=state["resolved_by"],
         resolved_at=state["resolved_at"],
     )

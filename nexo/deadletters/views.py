@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import assert_never
+from typing import Any, assert_never
 
 from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user
@@ -50,7 +50,7 @@ def pretty(payload) -> str:
 def _filter_from(query: ListQuery, **overrides) -> ListFilter:
     values = {
         "destinations": (query.destination.data,) if query.destination.data else DESTINATIONS,
-        "status": query.status.data or None,
+        "status": DeadLetterStatus(query.status.data) if query.status.data else None,  # one of the select's choices
         "signature": query.signature.data or None,
         "client_id": query.client.data or None,
         "failed_from": query.from_date.data,
@@ -70,7 +70,8 @@ def list_dead_letters():
 
     def page_url(number: int) -> str:
         """This list, same filters, another page."""
-        return url_for("deadletters.list_dead_letters", **{**request.args.to_dict(), "page": number})
+        args: dict[str, Any] = {**request.args.to_dict(), "page": number}  # url_for's own keywords typed apart
+        return url_for("deadletters.list_dead_letters", **args)
 
     response = make_response(
         render_template("deadletters/list.html", query=query, page=result, clients=result.clients, page_url=page_url)
@@ -138,7 +139,8 @@ def discard(dead_letter_id: int):
     form = DiscardForm()
     if not form.validate_on_submit():
         return _render_detail(dead_letter_id, status=400, audit_view=False, discard_form=form)
-    result = service.discard(get_db(), dead_letter_id, current_user.username, form.reason.data)
+    # DataRequired: a valid form has a reason.
+    result = service.discard(get_db(), dead_letter_id, current_user.username, form.reason.data or "")
     return _after_action(result, "Entrega descartada. El pedido muestra quién la descartó y por qué.")
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
+
 PAGE_SIZE = 50
 DELIVERED_COUNT_CAP = 1_000  # handoffs counted one by one at most (as the dead-letter list); beyond, "more than"
 
 
-def delivered_handoffs(conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[dict]:
+def delivered_handoffs(conn: Conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[DictRow]:
     """Orders the warehouse system accepted (a ticket exists), newest delivery first, with their lines.
 
     The page of delivered events is picked first, from the delivered-events index (migration 0040),
@@ -30,14 +34,14 @@ def delivered_handoffs(conn, *, limit: int = PAGE_SIZE, offset: int = 0) -> list
     ).fetchall()
 
 
-def handoff_counts(conn) -> dict:
+def handoff_counts(conn: Conn) -> DictRow:
     """How many handoffs arrived (at most DELIVERED_COUNT_CAP + 1), and how many are on the way or failed.
 
     Each count reads its own partial index (delivered: migration 0040; pending: 0003; failed: 0080).
     Counting every handoff ever delivered would read the whole history on each page view (issue 14),
     so that count stops one past the cap, like the dead-letter list's.
     """
-    return conn.execute(
+    counts = conn.execute(
         """
         SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_event
                                        WHERE destination = 'warehouse' AND status = 'ENTREGADO'
@@ -48,4 +52,5 @@ def handoff_counts(conn) -> dict:
                  WHERE destination = 'warehouse' AND status = 'FALLIDO') AS failed
         """,
         [DELIVERED_COUNT_CAP + 1],
-    ).fetchone()
+    )
+    return one_row(counts)

@@ -7,7 +7,7 @@ draws them. Values are never invented: an hour with no data has no bar and no po
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 480, 150
@@ -128,7 +128,7 @@ def _y(plot: dict, value: float, top_value: float) -> float:
 
 
 def bar_chart(
-    title: str, values: list[float], fmt: Callable[[float], str], ceiling: Callable[[float], float] = nice_ceiling
+    title: str, values: Sequence[float], fmt: Callable[[float], str], ceiling: Callable[[float], float] = nice_ceiling
 ) -> Chart:
     """One bar per hour, oldest first, the last bar being the hour ending now."""
     top_value = ceiling(max(values, default=0))
@@ -153,7 +153,7 @@ def bar_chart(
 
 def line_chart(
     title: str,
-    series: dict[str, list[float | None]],
+    series: Mapping[str, Sequence[float | None]],
     fmt: Callable[[float], str],
     ceiling: Callable[[float], float] = nice_ceiling,
     *,

@@ -14,6 +14,7 @@ import logging
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 
+from nexo.db import Database
 from nexo.ops import service
 from nexo.telemetry import metrics
 
@@ -32,7 +33,7 @@ def _gauge(name: str, doc: str, value, labels: dict | None = None) -> GaugeMetri
 class SignalsCollector:
     """Reads the five signals from the database on each scrape."""
 
-    def __init__(self, db):
+    def __init__(self, db: Database) -> None:
         self.db = db
 
     def collect(self):
@@ -140,7 +141,7 @@ def _process_families(current: service.CurrentSignals):
     yield from (restarts, last, state)
 
 
-def render(db, multiproc_dir: str | None) -> bytes:
+def render(db: Database, multiproc_dir: str | None) -> bytes:
     """The whole /metrics body; multiproc_dir is Settings.prometheus_multiproc_dir."""
     registry = CollectorRegistry(auto_describe=False)
     if multiproc_dir:

@@ -6,6 +6,9 @@ that ended 23 hours ago, index 23 the hour that is ending now.
 
 from __future__ import annotations
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
 from nexo.outbox.registry import NAMES
 
 HOURS = 24
@@ -14,18 +17,18 @@ HOURS = 24
 _BUCKET = "least({last}, {last} - floor(extract(epoch FROM now() - {col}) / 3600)::int)"
 
 
-def _by_destination(rows, empty: dict) -> dict[str, dict]:
+def _by_destination(rows: list[DictRow], empty: dict) -> dict[str, dict]:
     """Rows keyed by destination, with every known destination present (a zero is a value too)."""
     found = {row["destination"]: dict(row) for row in rows}
     return {d: found.get(d, {"destination": d, **empty}) for d in NAMES}
 
 
-def limit_statement_time(conn, timeout: str) -> None:
+def limit_statement_time(conn: Conn, timeout: str) -> None:
     """Cap every statement of the current transaction at timeout (e.g. '5s')."""
     conn.execute("SELECT set_config('statement_timeout', %s, true)", [timeout])
 
 
-def pending_events(conn) -> dict[str, dict]:
+def pending_events(conn: Conn) -> dict[str, dict]:
     """Signal 1 per destination: PENDIENTE count, age in seconds of the oldest, and its last error."""
     rows = conn.execute("""
         SELECT DISTINCT ON (destination) destination,
@@ -38,7 +41,7 @@ def pending_events(conn) -> dict[str, dict]:
     return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None, "oldest_last_error": None})
 
 
-def failed_events(conn) -> dict[str, dict]:
+def failed_events(conn: Conn) -> dict[str, dict]:
     """Signal 2 per destination: FALLIDO events and dead letters still waiting for a decision."""
     rows = conn.execute(
         """
@@ -53,7 +56,7 @@ def failed_events(conn) -> dict[str, dict]:
     return _by_destination(rows, {"failed": 0, "dead_letters_pending": 0})
 
 
-def conflicts_per_hour(conn) -> list[int]:
+def conflicts_per_hour(conn: Conn) -> list[int]:
     """Signal 3: request_id_reused conflicts in each of the last 24 hours, oldest hour first."""
     rows = conn.execute(f"""
         SELECT {_BUCKET.format(last=HOURS - 1, col="occurred_at")} AS bucket, count(*) AS n
@@ -66,25 +69,28 @@ def conflicts_per_hour(conn) -> list[int]:
     return series
 
 
-def unresolved_credit(conn) -> dict[str, dict]:
+def unresolved_credit(conn: Conn) -> dict[str, dict]:
     """Signal 4: unresolved BLANDA reservations and PENDIENTE_AUTORIZACION orders, with the oldest's age."""
-    row = conn.execute("""
+    row = one_row(
+        conn.execute("""
         SELECT (SELECT count(*) FROM stock_reservation
                  WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_count,
                (SELECT extract(epoch FROM now() - min(created_at))::float FROM stock_reservation
                  WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_oldest_age_s,
                (SELECT count(*) FROM orders WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_count,
                (SELECT extract(epoch FROM now() - min(created_at))::float FROM orders
-                 WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_oldest_age_s""").fetchone()
+                 WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_oldest_age_s""")
+    )
     return {
         "soft_reservations": {"count": row["soft_count"], "oldest_age_s": row["soft_oldest_age_s"]},
         "pending_authorization": {"count": row["pending_count"], "oldest_age_s": row["pending_oldest_age_s"]},
     }
 
 
-def order_transaction_stats(conn) -> dict[str, dict]:
+def order_transaction_stats(conn: Conn) -> dict[str, dict]:
     """Signal 5: p50/p95 (seconds) and count of order transactions over the last hour and 24 hours."""
-    row = conn.execute("""
+    row = one_row(
+        conn.execute("""
         SELECT count(*) FILTER (WHERE occurred_at > now() - interval '1 hour') AS n_1h,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds)
                    FILTER (WHERE occurred_at > now() - interval '1 hour') AS p50_1h,
@@ -94,14 +100,15 @@ def order_transaction_stats(conn) -> dict[str, dict]:
                percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) AS p50_24h,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY seconds) AS p95_24h
           FROM order_transaction_sample
-         WHERE occurred_at > now() - interval '24 hours'""").fetchone()
+         WHERE occurred_at > now() - interval '24 hours'""")
+    )
     return {
         window: {"count": row[f"n_{window}"], "p50": row[f"p50_{window}"], "p95": row[f"p95_{window}"]}
         for window in ("1h", "24h")
     }
 
 
-def order_transaction_outcomes(conn) -> list[dict]:
+def order_transaction_outcomes(conn: Conn) -> list[DictRow]:
     """Order transactions of the last 24 hours per outcome, with their p95 (seconds)."""
     return conn.execute("""
         SELECT outcome, count(*) AS count,
@@ -111,7 +118,7 @@ def order_transaction_outcomes(conn) -> list[dict]:
          GROUP BY outcome ORDER BY count(*) DESC, outcome""").fetchall()
 
 
-def order_transaction_p95_per_hour(conn) -> list[float | None]:
+def order_transaction_p95_per_hour(conn: Conn) -> list[float | None]:
     """p95 (seconds) of the order transactions in each of the last 24 hours; None for an hour without any."""
     rows = conn.execute(f"""
         SELECT {_BUCKET.format(last=HOURS - 1, col="occurred_at")} AS bucket,
@@ -125,7 +132,7 @@ def order_transaction_p95_per_hour(conn) -> list[float | None]:
     return series
 
 
-def pending_age_history(conn) -> dict[str, list[float]]:
+def pending_age_history(conn: Conn) -> dict[str, list[float]]:
     """Age (seconds) of the oldest pending event per destination at each of the last 25 hour marks.
 
     Rebuilt from the outbox itself rather than from snapshots, so the chart needs no sampler: an event

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from nexo.db import Conn, Database
 from nexo.ops import queries
 from nexo.processes import repository as processes
 
@@ -35,7 +36,7 @@ class Dashboard:
     read_at: datetime
 
 
-def _current(conn) -> CurrentSignals:
+def _current(conn: Conn) -> CurrentSignals:
     return CurrentSignals(
         pending=queries.pending_events(conn),
         failed=queries.failed_events(conn),
@@ -46,14 +47,14 @@ def _current(conn) -> CurrentSignals:
     )
 
 
-def read_current(db) -> CurrentSignals:
+def read_current(db: Database) -> CurrentSignals:
     """The current value of every signal (for a Prometheus scrape)."""
     with db.reading() as conn:
         queries.limit_statement_time(conn, STATEMENT_TIMEOUT)
         return _current(conn)
 
 
-def read_dashboard(db) -> Dashboard:
+def read_dashboard(db: Database) -> Dashboard:
     """The current values and their last 24 hours (for the /ops page)."""
     with db.reading() as conn:
         queries.limit_statement_time(conn, STATEMENT_TIMEOUT)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nexo import audit
+from nexo.db import Conn, Database
 from nexo.orders import repository as repo
 from nexo.outbox.order_events import cancel_order_events
 from nexo.outbox.wakeup import Wakeup
@@ -80,7 +81,7 @@ class NotFound:
 CancelResult = Cancelled | AlreadyCancelled | NotCancellable | NotFound
 
 
-def cancel_order(db, cmd: CancelOrder, wakeup: Wakeup | None = None) -> CancelResult:
+def cancel_order(db: Database, cmd: CancelOrder, wakeup: Wakeup | None = None) -> CancelResult:
     """Cancel the order (see the module docstring); the relay is rung after the commit (ADR-004)."""
     reason = cmd.reason.strip()
     if not reason or len(reason) > MAX_REASON:
@@ -95,7 +96,7 @@ def cancel_order(db, cmd: CancelOrder, wakeup: Wakeup | None = None) -> CancelRe
     return result
 
 
-def _cancel(conn, cmd: CancelOrder, reason: str) -> CancelResult:
+def _cancel(conn: Conn, cmd: CancelOrder, reason: str) -> CancelResult:
     order = repo.lock_order(conn, cmd.order_id)
     if order is None or not (cmd.may_cancel_any or order["salesperson_id"] == cmd.actor_id):
         return NotFound(cmd.order_id)

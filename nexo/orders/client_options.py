@@ -14,6 +14,7 @@ import uuid
 
 from markupsafe import Markup, escape
 
+from nexo.db import Conn
 from nexo.orders import queries
 
 
@@ -24,7 +25,7 @@ class ClientOptions:
         # (version, html) replaced whole: a thread reads either the old pair or the new one.
         self._cached: tuple[uuid.UUID | None, str] = (None, "")
 
-    def html(self, conn, selected: str | None) -> Markup:
+    def html(self, conn: Conn, selected: str | None) -> Markup:
         """The options, `selected` (a client id the form posted, possibly garbage) marked as chosen.
 
         Call it before any other read of the form's transaction: the version is read first, so a

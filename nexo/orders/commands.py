@@ -77,7 +77,7 @@ class Replayed:
     """The same requestId with the same content: the original order, in whatever state it is now (RN-06)."""
 
     order_id: uuid.UUID
-    order_status: str
+    order_status: OrderStatus
     outcome: ClassVar[str] = REPLAYED
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nexo import audit
+from nexo.db import Conn, Database
 from nexo.orders import repository as repo
 from nexo.orders import shipments
 from nexo.orders.fingerprint import normalise_sku
@@ -56,7 +57,7 @@ class Dispatched:
 
     shipment_id: uuid.UUID
     order_id: uuid.UUID
-    status: str
+    status: OrderStatus
     outcome: ClassVar[str] = "dispatched"
 
 
@@ -121,7 +122,7 @@ def request_hash(order_id: uuid.UUID, lines: tuple[ShipLine, ...] | None) -> str
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def dispatch_order(db, cmd: DispatchOrder) -> DispatchResult:
+def dispatch_order(db: Database, cmd: DispatchOrder) -> DispatchResult:
     """Record the shipment (see the module docstring); every refusal leaves nothing behind."""
     invalid = _validate(cmd.lines)
     if invalid:
@@ -148,7 +149,7 @@ def _validate(lines: tuple[ShipLine, ...] | None) -> dict[str, str]:
     return {}
 
 
-def _dispatch(conn, cmd: DispatchOrder) -> DispatchResult:
+def _dispatch(conn: Conn, cmd: DispatchOrder) -> DispatchResult:
     order = repo.lock_order(conn, cmd.order_id)
     if order is None:
         return NotFound(cmd.order_id)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from uuid import UUID
 
-def clients(conn) -> list[dict]:
+from psycopg.rows import DictRow
+
+from nexo.db import Conn
+
+
+def clients(conn: Conn) -> list[DictRow]:
     """Clients for the form's select, by name."""
     return conn.execute("SELECT id, name, tier FROM client ORDER BY name").fetchall()
 
 
-def client_list_version(conn):
+def client_list_version(conn: Conn) -> UUID | None:
     """The version of the client list the form's select shows (migration 0090); None if it has none."""
     row = conn.execute("SELECT version FROM list_version WHERE list = 'client'").fetchone()
     return row["version"] if row else None
 
 
-def warehouses(conn) -> list[dict]:
+def warehouses(conn: Conn) -> list[DictRow]:
     """Warehouses (code and name) for the form's select."""
     return conn.execute("SELECT id, name FROM warehouse ORDER BY id").fetchall()
 
@@ -36,7 +42,7 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def find_skus(conn, text: str, *, limit: int | None, offset: int = 0, after: str | None = None) -> list[dict]:
+def find_skus(conn: Conn, text: str, *, limit: int | None, offset: int = 0, after: str | None = None) -> list[DictRow]:
     """Catalog rows whose SKU, or the first word of whose name, starts with text; by SKU, one page.
 
     Both prefixes are index ranges (migration 0080): a lookup reads the matching SKUs up to its page,
@@ -61,14 +67,14 @@ def find_skus(conn, text: str, *, limit: int | None, offset: int = 0, after: str
     ).fetchall()
 
 
-def catalog_of(conn, skus: list[str]) -> list[dict]:
+def catalog_of(conn: Conn, skus: list[str]) -> list[DictRow]:
     """Catalog rows of these SKUs (the lines a salesperson typed), by SKU; unknown SKUs are absent."""
     return conn.execute(
         f"WITH found AS (SELECT id, sku, name FROM product WHERE sku = ANY(%s)) {_CATALOG_ROW}", [skus]
     ).fetchall()
 
 
-def order_header(conn, order_id) -> dict | None:
+def order_header(conn: Conn, order_id: UUID) -> DictRow | None:
     """The order with its client, warehouse, salesperson, origin (form or API key) and credit decision, or None."""
     return conn.execute(
         """
@@ -87,7 +93,7 @@ def order_header(conn, order_id) -> dict | None:
     ).fetchone()
 
 
-def order_lines(conn, order_id) -> list[dict]:
+def order_lines(conn: Conn, order_id: UUID) -> list[DictRow]:
     """The order's lines with the prices charged, by SKU."""
     return conn.execute(
         """
@@ -99,7 +105,7 @@ def order_lines(conn, order_id) -> list[dict]:
     ).fetchall()
 
 
-def order_reservations(conn, order_id) -> list[dict]:
+def order_reservations(conn: Conn, order_id: UUID) -> list[DictRow]:
     """The order's stock reservations (kind, quantity, expiry, release), by SKU."""
     return conn.execute(
         """
@@ -111,7 +117,7 @@ def order_reservations(conn, order_id) -> list[dict]:
     ).fetchall()
 
 
-def order_events(conn, order_id) -> list[dict]:
+def order_events(conn: Conn, order_id: UUID) -> list[DictRow]:
     """The order's outbox events with attempts, last error and the latest dead letter, if any."""
     return conn.execute(
         """
@@ -128,7 +134,7 @@ def order_events(conn, order_id) -> list[dict]:
     ).fetchall()
 
 
-def order_audit(conn, order_id) -> list[dict]:
+def order_audit(conn: Conn, order_id: UUID) -> list[DictRow]:
     """Audit rows about the order (e.g. the credit decision), oldest first."""
     return conn.execute(
         """
@@ -139,7 +145,7 @@ def order_audit(conn, order_id) -> list[dict]:
     ).fetchall()
 
 
-def orders_of_salesperson(conn, salesperson_id: int, limit: int = 200) -> list[dict]:
+def orders_of_salesperson(conn: Conn, salesperson_id: int, limit: int = 200) -> list[DictRow]:
     """The salesperson's own orders, newest first."""
     return conn.execute(
         """

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import UUID
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, one_row
 from nexo.states import BillingStatus, OrderStatus
 
 
@@ -14,10 +18,10 @@ class Claim:
     inserted: bool  # True: this transaction created the key; False: it existed (committed)
     request_hash: str
     fingerprint_version: int
-    order_id: object | None
+    order_id: UUID | None
 
 
-def claim_request(conn, request_id, request_hash: str, fingerprint_version: int) -> Claim:
+def claim_request(conn: Conn, request_id: UUID, request_hash: str, fingerprint_version: int) -> Claim:
     """Claim a requestId (ADR-005, ADR-007): insert it, or wait for and lock the committed row that has it.
 
     In READ COMMITTED, a concurrent transaction that inserted the same key makes this statement wait
@@ -26,7 +30,7 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
     for a freshly inserted tuple (ADR-007 explains why we accept this undocumented detail). Only valid in
     READ COMMITTED: under REPEATABLE READ a request that waited gets a serialization failure instead.
     """
-    row = conn.execute(
+    claimed = conn.execute(
         """
         INSERT INTO idempotency_keys (request_id, request_hash, fingerprint_version)
         VALUES (%s, %s, %s)
@@ -34,7 +38,8 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
         RETURNING (xmax = 0) AS inserted, request_hash, fingerprint_version, order_id
         """,
         [request_id, request_hash, fingerprint_version],
-    ).fetchone()
+    )
+    row = one_row(claimed)
     return Claim(row["inserted"], row["request_hash"], row["fingerprint_version"], row["order_id"])
 
 
@@ -42,12 +47,12 @@ def claim_request(conn, request_id, request_hash: str, fingerprint_version: int)
 class OrderContext:
     """What the order needs to know before it writes: the client, whether the warehouse exists, the prices."""
 
-    client: dict | None  # id, name, tier; None when the client does not exist
+    client: DictRow | None  # id, name, tier; None when the client does not exist
     warehouse_exists: bool
-    products: dict[str, dict]  # by SKU: product_id, sku, price_cents (None: no price, RN-03)
+    products: dict[str, DictRow]  # by SKU: product_id, sku, price_cents (None: no price, RN-03)
 
 
-def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderContext:
+def order_context(conn: Conn, client_id: UUID, warehouse_id: str, skus: list[str]) -> OrderContext:
     """The client, the warehouse check and the catalog rows of the SKUs with their list prices, in one read.
 
     One statement instead of three point lookups: every round trip inside the order transaction is
@@ -79,18 +84,18 @@ def order_context(conn, client_id, warehouse_id: str, skus: list[str]) -> OrderC
 
 
 def record_order(
-    conn,
+    conn: Conn,
     *,
-    order_id,
-    request_id,
-    client_id,
+    order_id: UUID,
+    request_id: UUID,
+    client_id: UUID,
     warehouse_id: str,
     salesperson_id: int,
     total_cents: int,
     delivery_method: str | None,
-    lines: list[tuple],
+    lines: list[tuple[UUID, str, int, int]],
     api_key_id: int | None = None,
-) -> str:
+) -> OrderStatus:
     """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status.
 
     RN-01 stays one conditional UPDATE of the client's row (the `charged` CTE): the decision and the
@@ -101,7 +106,7 @@ def record_order(
     api_key_id names the API key that posted the order (NULL: the browser form, ADR-015).
     """
     products, skus, quantities, prices = (list(column) for column in zip(*lines, strict=True))
-    return conn.execute(
+    decided = conn.execute(
         """
         WITH charged AS (
                  UPDATE client SET exposure_cents = exposure_cents + %(total)s
@@ -146,16 +151,17 @@ def record_order(
             "to_invoice": BillingStatus.PENDIENTE_FACTURACION,
             "not_invoiced": BillingStatus.NO_APLICA,
         },
-    ).fetchone()["status"]
+    )
+    return OrderStatus(one_row(decided)["status"])
 
 
-def order_status(conn, order_id) -> OrderStatus | None:
+def order_status(conn: Conn, order_id: UUID) -> OrderStatus | None:
     """The order's current status (a replay shows the order as it is now, not as it was)."""
     row = conn.execute("SELECT status FROM orders WHERE id = %s", [order_id]).fetchone()
     return OrderStatus(row["status"]) if row else None
 
 
-def lock_order(conn, order_id) -> dict | None:
+def lock_order(conn: Conn, order_id: UUID) -> DictRow | None:
     """The order's state, locked until the end of the transaction (a cancel, a dispatch: guarantee 19).
 
     FOR NO KEY UPDATE, what the status UPDATE takes anyway: a credit decision, the relay recording the
@@ -168,7 +174,7 @@ def lock_order(conn, order_id) -> dict | None:
     ).fetchone()
 
 
-def mark_cancelled(conn, order_id, *, actor_id: int, reason: str) -> None:
+def mark_cancelled(conn: Conn, order_id: UUID, *, actor_id: int, reason: str) -> None:
     """ANULADO, with who and why; an invoice not issued yet is no longer to be issued (NO_APLICA), one
     issued stays FACTURADO until its credit note makes it ANULADA (ADR-017)."""
     conn.execute(
@@ -179,8 +185,9 @@ def mark_cancelled(conn, order_id, *, actor_id: int, reason: str) -> None:
     )
 
 
-def give_back_charge(conn, client_id, cents: int) -> int:
+def give_back_charge(conn: Conn, client_id: UUID, cents: int) -> int:
     """Lower the client's exposure by what a cancelled order charged (RN-01, guarantee 19); the new exposure."""
-    return conn.execute(
+    given_back = conn.execute(
         "UPDATE client SET exposure_cents = exposure_cents - %s WHERE id = %s RETURNING exposure_cents", [cents, client_id]
-    ).fetchone()["exposure_cents"]
+    )
+    return one_row(given_back)["exposure_cents"]

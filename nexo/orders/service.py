@@ -12,6 +12,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, OpensTransactions
 from nexo.orders import repository as repo
 from nexo.orders.commands import (
     INSUFFICIENT_STOCK,
@@ -41,13 +44,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _PricedLine:
-    product_id: object
+    product_id: uuid.UUID
     sku: str
     quantity: int
     unit_price_cents: int
 
 
-def create_order(db, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderResult:
+def create_order(db: OpensTransactions, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderResult:
     """Create the order of one salesperson intent, or replay / refuse it; see the module docstring.
 
     `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
@@ -56,7 +59,7 @@ def create_order(db, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderRes
     if errors:
         return Invalid(errors)
     started = time.perf_counter()
-    event_ids: list = []
+    event_ids: list[uuid.UUID] = []
     with db.transaction() as tx:
         result = _decide(tx.conn, cmd, event_ids)
         if isinstance(result, Confirmed | PendingAuthorization):
@@ -83,7 +86,7 @@ def command_fingerprint(cmd: CreateOrder, version: int = FINGERPRINT_VERSION) ->
     return fingerprint(cmd.client_id, cmd.warehouse_id, [(line.sku, line.quantity) for line in cmd.lines], version)
 
 
-def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
+def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderResult:
     # 1. Claim the intent first, inside the transaction (RN-06, ADR-005, ADR-007).
     claim = repo.claim_request(conn, cmd.request_id, command_fingerprint(cmd), FINGERPRINT_VERSION)
     if not claim.inserted:
@@ -148,7 +151,7 @@ def _decide(conn, cmd: CreateOrder, event_ids: list) -> OrderResult:
     return Confirmed(order_id) if approved else PendingAuthorization(order_id)
 
 
-def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResult:
+def _replay_or_conflict(conn: Conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResult:
     # The stored fingerprint is compared in its own version, so a new normalisation never turns an
     # old retry into a false conflict (ADR-006). A version this code cannot compute is a conflict:
     # refusing is safe, replaying something we cannot compare is not.
@@ -157,14 +160,17 @@ def _replay_or_conflict(conn, cmd: CreateOrder, claim: repo.Claim) -> OrderResul
         or command_fingerprint(cmd, claim.fingerprint_version) != claim.request_hash
     ):
         return Conflict()
-    if claim.order_id is None:
-        # A committed key always has its order (rejections roll the key back); anything else is a bug.
+    status = None if claim.order_id is None else repo.order_status(conn, claim.order_id)
+    if claim.order_id is None or status is None:
+        # A committed key always has its order (rejections roll the key back, its foreign key keeps the
+        # order); anything else is a bug.
         raise RuntimeError(f"idempotency key {cmd.request_id} is committed without an order")
-    return Replayed(claim.order_id, repo.order_status(conn, claim.order_id))
+    return Replayed(claim.order_id, status)
 
 
-def _price_lines(wanted: list[tuple[str, int]], catalog: dict[str, dict]) -> tuple[list[_PricedLine], list[LineProblem]]:
-    priced, problems = [], []
+def _price_lines(wanted: list[tuple[str, int]], catalog: dict[str, DictRow]) -> tuple[list[_PricedLine], list[LineProblem]]:
+    priced: list[_PricedLine] = []
+    problems: list[LineProblem] = []
     for sku, quantity in wanted:
         product = catalog.get(sku)
         if product is None:

@@ -38,12 +38,13 @@ def new_order():
     form = OrderForm()
     rows, lines, errors = _validate(form)
     request_id = parse_uuid(form.request_id.data)
-    if errors or any(row.error for row in rows):
+    # A missing request_id is always one of the errors (_validate).
+    if request_id is None or errors or any(row.error for row in rows):
         return _render_form(form, str(request_id or uuid.uuid4()), padded(rows), errors, 400)
     cmd = commands.CreateOrder(
         request_id=request_id,
         client_id=uuid.UUID(form.client_id.data),
-        warehouse_id=form.deposit_id.data,
+        warehouse_id=form.deposit_id.data or "",  # never empty here: _validate refused a blank one
         lines=tuple(lines),
         salesperson_id=current_user.id,
         delivery_method=(form.delivery_method.data or "").strip() or None,
@@ -73,8 +74,9 @@ def _validate(form: OrderForm):
         errors.setdefault("deposit_id", "Elegí un depósito de la lista.")
     rows, too_many = read_rows(request.form)
     lines, no_lines = check_rows(rows)
-    if too_many or no_lines:
-        errors["lines"] = too_many or no_lines
+    lines_error = too_many or no_lines
+    if lines_error:
+        errors["lines"] = lines_error
     return rows, lines, errors
 
 

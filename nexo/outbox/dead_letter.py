@@ -7,7 +7,10 @@ nexo/deadletters/.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from nexo import audit
+from nexo.db import Conn, one_row
 from nexo.outbox.storable import storable_text
 
 
@@ -17,7 +20,14 @@ def error_signature(destination: str, http_status: int | None, error_class: str 
 
 
 def open_dead_letter(
-    conn, *, event_id, destination: str, attempts: int, last_error: str | None, http_status: int | None, error_class: str | None
+    conn: Conn,
+    *,
+    event_id: UUID,
+    destination: str,
+    attempts: int,
+    last_error: str | None,
+    http_status: int | None,
+    error_class: str | None,
 ) -> int:
     """Record that an event reached FALLIDO, with its audit row, in the caller's transaction.
 
@@ -25,7 +35,7 @@ def open_dead_letter(
     both the failure and its durable record exist, or neither does.
     """
     last_error = storable_text(last_error)
-    row = conn.execute(
+    opened = conn.execute(
         """
         INSERT INTO dead_letter (event_id, destination, attempts, last_error, http_status, error_signature,
                                  first_failed_at, last_failed_at)
@@ -48,8 +58,8 @@ def open_dead_letter(
             "http_status": http_status,
             "signature": error_signature(destination, http_status, error_class),
         },
-    ).fetchone()
-    dead_letter_id = row["id"]
+    )
+    dead_letter_id = one_row(opened)["id"]
     audit.append(
         conn,
         actor=audit.SYSTEM_ACTOR,
@@ -67,7 +77,7 @@ def open_dead_letter(
     return dead_letter_id
 
 
-def lock_pending_of_order(conn, order_id) -> list[int]:
+def lock_pending_of_order(conn: Conn, order_id: UUID) -> list[int]:
     """Lock the pending dead letters of an order's events (a cancel takes them before the events, as a
     replay does: dead letter, then event; ADR-017); return their ids."""
     return [
@@ -80,7 +90,7 @@ def lock_pending_of_order(conn, order_id) -> list[int]:
     ]
 
 
-def withdraw_pending(conn, *, event_ids: list, actor: str) -> list[int]:
+def withdraw_pending(conn: Conn, *, event_ids: list[UUID], actor: str) -> list[int]:
     """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-017), audited: the
     event will never be delivered, so there is nothing left for a person to replay."""
     rows = conn.execute(

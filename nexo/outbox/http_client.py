@@ -20,6 +20,7 @@ import json as jsonlib
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import Message
 
@@ -182,7 +183,7 @@ class HttpClient:
             raise answer
         return answer
 
-    def request_all(self, calls: list[tuple[str, str, dict | None, dict[str, str] | None]]) -> list[tuple]:
+    def request_all(self, calls: Sequence[tuple[str, str, dict | None, dict[str, str] | None]]) -> list[tuple]:
         """Several requests at once, each ended by its own deadline; one (Answer or exception, seconds) per call.
 
         They run concurrently on one multi handle, so a batch takes about one deadline, not one per

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nexo.db import Conn
 from nexo.outbox import repository
 from nexo.outbox.dead_letter import lock_pending_of_order, withdraw_pending
 from nexo.outbox.registry import CANCELLATION_OF, route
@@ -44,7 +45,7 @@ def order_payload(
     }
 
 
-def add_order_confirmed_events(conn, *, order_id, payload: dict, request_id: str | None) -> list[uuid.UUID]:
+def add_order_confirmed_events(conn: Conn, *, order_id: uuid.UUID, payload: dict, request_id: str | None) -> list[uuid.UUID]:
     """Write both events of a confirmed order in the caller's transaction (one statement); return their ids."""
     return add_events(conn, order_id=order_id, event_types=list(ORDER_CONFIRMED_EVENTS), payload=payload, request_id=request_id)
 
@@ -59,7 +60,7 @@ class CancelledEvents:
     dead_letters_withdrawn: tuple[int, ...]
 
 
-def cancel_order_events(conn, *, order_id, actor: str, reason: str, request_id: str | None) -> CancelledEvents:
+def cancel_order_events(conn: Conn, *, order_id: uuid.UUID, actor: str, reason: str, request_id: str | None) -> CancelledEvents:
     """In the cancel's transaction, after its order row is locked: withdraw what has not been delivered and
     write a cancellation for every original a destination may hold (ADR-017).
 

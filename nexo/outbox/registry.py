@@ -13,18 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from uuid import UUID
 
+from nexo.db import Conn
 from nexo.settings import Settings
 from nexo.states import BillingStatus
 
+# A relay batch's (order id, effect) pairs: the invoice number, credit note or ticket each delivered event
+# brought back.
+Effects = list[tuple[UUID, str | None]]
 # Each writer takes a relay batch's (order id, effect) pairs and writes them in one statement; the relay
 # has already locked those orders in id order, so two workers' batches never deadlock (ADR-008).
-EffectWriter = Callable[[Any, list[tuple]], None]
+EffectWriter = Callable[[Conn, Effects], None]
 
 
 def _write(sql: str) -> EffectWriter:
-    def write(conn, effects: list[tuple]) -> None:
+    def write(conn: Conn, effects: Effects) -> None:
         conn.execute(sql, [[order_id for order_id, _ in effects], [effect for _, effect in effects]])
 
     return write
@@ -46,7 +50,7 @@ _handed_off = _write(
 )
 
 
-def _nothing(_conn, _effects: list[tuple]) -> None:
+def _nothing(_conn: Conn, _effects: Effects) -> None:
     return None
 
 

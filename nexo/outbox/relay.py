@@ -20,17 +20,20 @@ import os
 import socket
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from nexo.db import Database
+from psycopg.rows import DictRow
+
+from nexo.db import Conn, Database
 from nexo.observability import bind_request_id
 from nexo.outbox import destinations
 from nexo.outbox import repository as repo
 from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.http_client import MAX_CONNECTIONS, HttpClient
 from nexo.outbox.registry import DESTINATIONS, route
-from nexo.settings import Settings
+from nexo.settings import RelayCadence, Settings
 from nexo.states import AttemptOutcome
 
 log = logging.getLogger(__name__)
@@ -75,17 +78,26 @@ def backoff_s(attempts: int, base_s: float, cap_s: float) -> float:
     return min(cap_s, base_s * 2 ** min(attempts, 62))
 
 
+# What one delivery comes to before its fence is checked: (event, result, outcome, retry delay s, error).
+_Plan = tuple[DictRow, destinations.DeliveryResult, AttemptOutcome, float, str | None]
+
+
 @dataclass(frozen=True)
 class Delivered:
     """What deliver_events did: the outcomes of its attempts, and whether it left due events because its
     budget ran out (a stop, or nothing left to claim, is not that)."""
 
-    outcomes: list[str]
+    outcomes: list[AttemptOutcome]
     budget_spent: bool = False
 
 
 def deliver_events(
-    ctx: RelayContext, event_ids: list, *, drain: bool = False, budget_s: float | None = None, stop: threading.Event | None = None
+    ctx: RelayContext,
+    event_ids: list[uuid.UUID | str],
+    *,
+    drain: bool = False,
+    budget_s: float | None = None,
+    stop: threading.Event | None = None,
 ) -> Delivered:
     """Deliver the given events, or (drain) every due one, in batches per destination, within the job's budget.
 
@@ -117,9 +129,12 @@ def deliver_events(
     )
 
 
-def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float, stop: threading.Event | None) -> Delivered:
+def _lane(
+    ctx: RelayContext, destination: str, ids: list[uuid.UUID | str] | None, deadline: float, stop: threading.Event | None
+) -> Delivered:
     """One destination's batches for deliver_events, until none of its events is due or the budget ends."""
-    outcomes, size, started = [], 1, False
+    outcomes: list[AttemptOutcome] = []
+    size, started = 1, False
     while True:
         if started and time.monotonic() > deadline:
             log.info("%s: time budget spent with events maybe still due", destination)
@@ -140,7 +155,9 @@ def _lane(ctx: RelayContext, destination: str, ids: list | None, deadline: float
     return Delivered(outcomes)
 
 
-def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1, destination: str | None = None) -> list[str]:
+def deliver_due(
+    ctx: RelayContext, *, ids: list[uuid.UUID | str] | None = None, limit: int = 1, destination: str | None = None
+) -> list[AttemptOutcome]:
     """Claim up to `limit` due events (only `ids`, only `destination`, when given), deliver them at once, record.
 
     Each event of the batch keeps its own claim token, lease and attempt row (one claim statement), and
@@ -149,7 +166,9 @@ def deliver_due(ctx: RelayContext, *, ids=None, limit: int = 1, destination: str
     return _deliver_batch(ctx, ids=ids, limit=limit, destination=destination)[1]
 
 
-def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | None) -> tuple[list, list[str], bool]:
+def _deliver_batch(
+    ctx: RelayContext, *, ids: list[uuid.UUID | str] | None, limit: int, destination: str | None
+) -> tuple[list[uuid.UUID], list[AttemptOutcome], bool]:
     """deliver_due: (the ids claimed, their outcomes, whether any delivery ran out its deadline)."""
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:
@@ -173,7 +192,7 @@ def _deliver_batch(ctx: RelayContext, *, ids, limit: int, destination: str | Non
     return ([e["id"] for e in claimed], record_all(ctx, claimed, results), any(r.error_class == "Timeout" for r in results))
 
 
-def record_all(ctx: RelayContext, events: list[dict], results: list[destinations.DeliveryResult]) -> list[str]:
+def record_all(ctx: RelayContext, events: list[DictRow], results: list[destinations.DeliveryResult]) -> list[AttemptOutcome]:
     """Write the outcomes of a batch's deliveries in one transaction, each fenced by its own claim token.
 
     An event whose lease expired and was taken over by another claimant keeps that claimant's outcome;
@@ -233,7 +252,7 @@ def record_all(ctx: RelayContext, events: list[dict], results: list[destinations
     return [outcome for _, _, outcome, _, _ in plans]
 
 
-def _plan(cadence, event: dict, result: destinations.DeliveryResult) -> tuple:
+def _plan(cadence: RelayCadence, event: DictRow, result: destinations.DeliveryResult) -> _Plan:
     """(event, result, outcome, retry delay s, error) for one delivery, before the fence is checked."""
     error = result.error
     if result.kind == destinations.DELIVERED:
@@ -280,7 +299,7 @@ def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
     return len(spent)
 
 
-def _spent_error(event: dict) -> str:
+def _spent_error(event: DictRow) -> str:
     if event["last_open"]:
         return (
             f"agotados {event['cycle_attempts']} intentos; el último terminó sin registrar resultado"
@@ -290,7 +309,7 @@ def _spent_error(event: dict) -> str:
     return f"agotados {event['cycle_attempts']} intentos; último error: {event['last_error']}"
 
 
-def lock_orders(conn, order_ids: list) -> None:
+def lock_orders(conn: Conn, order_ids: list[uuid.UUID]) -> None:
     """Lock these orders (FOR NO KEY UPDATE, what their effect writes take anyway) in id order."""
     if order_ids:
         conn.execute("SELECT id FROM orders WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [order_ids])

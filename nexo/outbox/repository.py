@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from nexo.db import Conn
 from nexo.outbox import registry
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome
 
 
 def add_events(
-    conn, *, order_id, event_types: list[str], payload: dict, request_id: str | None = None, depends_on: list | None = None
+    conn: Conn,
+    *,
+    order_id: uuid.UUID,
+    event_types: list[str],
+    payload: dict,
+    request_id: str | None = None,
+    depends_on: list[uuid.UUID | None] | None = None,
 ) -> list[uuid.UUID]:
     """Insert one PENDIENTE event per type, all with this payload, in one statement, in the caller's transaction;
     return their ids (each the event's Idempotency-Key), in order. `depends_on` names, per event, the
@@ -35,14 +44,16 @@ def add_events(
     return event_ids
 
 
-def add_event(conn, *, order_id, event_type: str, payload: dict, request_id: str | None, depends_on) -> uuid.UUID:
+def add_event(
+    conn: Conn, *, order_id: uuid.UUID, event_type: str, payload: dict, request_id: str | None, depends_on: uuid.UUID | None
+) -> uuid.UUID:
     """Insert one PENDIENTE event (a cancellation naming its original, ADR-017) in the caller's transaction."""
     return add_events(
         conn, order_id=order_id, event_types=[event_type], payload=payload, request_id=request_id, depends_on=[depends_on]
     )[0]
 
 
-def lock_order_events(conn, order_id) -> list[dict]:
+def lock_order_events(conn: Conn, order_id: uuid.UUID) -> list[DictRow]:
     """The order's events, locked in id order (the relay locks a batch's events in id order too), with what a
     cancel needs to know of each: delivered, withdrawable, or possibly at its destination already."""
     return conn.execute(
@@ -58,7 +69,7 @@ def lock_order_events(conn, order_id) -> list[dict]:
     ).fetchall()
 
 
-def withdraw(conn, event_ids: list) -> int:
+def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
     """RETIRADO for PENDIENTE or FALLIDO events locked by the caller (their order was cancelled, ADR-017).
 
     The lease is left as it is: a worker still delivering one of them keeps it until it records (its
@@ -120,8 +131,15 @@ SELECT claimed.*, attempt.attempt_id,
 
 
 def claim_due(
-    conn, *, lease_s: float, worker: str, max_attempts: int, limit: int = 1, ids=None, destination: str | None = None
-) -> list[dict]:
+    conn: Conn,
+    *,
+    lease_s: float,
+    worker: str,
+    max_attempts: int,
+    limit: int = 1,
+    ids: Iterable[uuid.UUID | str] | None = None,
+    destination: str | None = None,
+) -> list[DictRow]:
     """Lease up to `limit` due PENDIENTE events (optionally only these ids, this destination), open their attempts.
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
@@ -142,7 +160,7 @@ def claim_due(
     ).fetchall()
 
 
-def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[dict]:
+def due_event_ids(conn: Conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[DictRow]:
     """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
         "SELECT id, request_id FROM outbox_event pending"
@@ -155,7 +173,7 @@ def due_event_ids(conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) 
     ).fetchall()
 
 
-def lock_spent(conn, *, max_attempts: int, limit: int) -> list[dict]:
+def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
     """Lock PENDIENTE events whose cycle used every attempt and whose last lease expired (issue 11).
 
     Such an event's last attempt ended without an outcome being written: its worker or job was killed,
@@ -179,7 +197,7 @@ def lock_spent(conn, *, max_attempts: int, limit: int) -> list[dict]:
     ).fetchall()
 
 
-def mark_spent(conn, event_id, *, error: str) -> dict | None:
+def mark_spent(conn: Conn, event_id: uuid.UUID, *, error: str) -> DictRow | None:
     """FALLIDO for an event locked by lock_spent (the caller opens the dead letter); None if it moved on."""
     return conn.execute(
         "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
@@ -189,7 +207,7 @@ def mark_spent(conn, event_id, *, error: str) -> dict | None:
     ).fetchone()
 
 
-def close_open_attempts(conn, event_id, *, outcome: str, error: str) -> int:
+def close_open_attempts(conn: Conn, event_id: uuid.UUID, *, outcome: AttemptOutcome, error: str) -> int:
     """Close the attempt rows of an event that never recorded how they ended; return how many."""
     return conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
@@ -214,7 +232,7 @@ RETURNING e.id
 """
 
 
-def record_outcomes(conn, outcomes: list[tuple]) -> set:
+def record_outcomes(conn: Conn, outcomes: list[tuple[uuid.UUID, uuid.UUID, AttemptOutcome, float, str | None]]) -> set[uuid.UUID]:
     """Write (event id, claim token, ENTREGADO | REINTENTO | FALLIDO | RETIRADO, retry delay s, error) in one statement.
 
     ENTREGADO (delivered now), REINTENTO (PENDIENTE again after the delay), FALLIDO (the caller opens the
@@ -236,7 +254,7 @@ def record_outcomes(conn, outcomes: list[tuple]) -> set:
     return {row["id"] for row in rows}
 
 
-def release_withdrawn(conn, claims: list[tuple]) -> int:
+def release_withdrawn(conn: Conn, claims: list[tuple[uuid.UUID, uuid.UUID]]) -> int:
     """End the lease of withdrawn events this claimant was still delivering, (event id, claim token) each:
     its cancellation waits for that, not for the lease to run out (ADR-017); return how many."""
     if not claims:
@@ -249,7 +267,7 @@ def release_withdrawn(conn, claims: list[tuple]) -> int:
     ).rowcount
 
 
-def close_attempts(conn, attempts: list[tuple]) -> None:
+def close_attempts(conn: Conn, attempts: list[tuple[int, AttemptOutcome, int | None, str | None, int]]) -> None:
     """Write how several attempts ended, (attempt id, outcome, http status, error, duration ms), in one statement.
 
     Only rows still open: a row closed (SIN_RESULTADO by a later claim or fail_spent) is final (ADR-014). A
@@ -272,7 +290,7 @@ def close_attempts(conn, attempts: list[tuple]) -> None:
 # --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
 
 
-def requeue_events(conn, *, event_ids: list, destination: str) -> int:
+def requeue_events(conn: Conn, *, event_ids: list[uuid.UUID], destination: str) -> int:
     """Put FALLIDO events of one destination back to PENDIENTE, due now, with no lease; return how many.
 
     `attempts` and the delivery_attempt rows are left as they are: attempts counts every try
@@ -300,7 +318,7 @@ def check_retention_days(days: int) -> None:
         raise ValueError(f"retention needs a whole number of days, at least 1 (got {days!r})")
 
 
-def purge_delivered_events(conn, *, destination: str, older_than_days: int, batch: int = 1000) -> list:
+def purge_delivered_events(conn: Conn, *, destination: str, older_than_days: int, batch: int = 1000) -> list[uuid.UUID]:
     """Delete up to `batch` ENTREGADO events of one destination delivered over older_than_days ago; return their ids.
 
     Events that still have a dead-letter row are skipped: deleting them would cascade to a resolved

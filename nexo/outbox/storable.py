@@ -8,9 +8,18 @@ goes through storable_text first: control characters out, length capped.
 from __future__ import annotations
 
 import unicodedata
+from typing import overload
 
 ERROR_TEXT_LIMIT = 500  # characters of an error kept on an attempt, an event or a dead letter
 _WHITESPACE = {"\t": " ", "\n": " ", "\r": " "}
+
+
+@overload
+def storable_text(text: str, limit: int = ...) -> str: ...
+@overload
+def storable_text(text: None, limit: int = ...) -> None: ...
+@overload
+def storable_text(text: str | None, limit: int = ...) -> str | None: ...
 
 
 def storable_text(text: str | None, limit: int = ERROR_TEXT_LIMIT) -> str | None:

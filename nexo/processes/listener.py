@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from nexo.db import Database
 from nexo.processes import repository
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,13 @@ class ProcessEventRecorder:
 
     def __init__(
         self,
-        db,
+        db: Database,
         host: str,
         start_process: Callable[[str], None],
         all_processes: Callable[[], list[dict]],
         *,
         cooldown_s: float = FATAL_COOLDOWN_S,
-    ):
+    ) -> None:
         self.db = db
         self.host = host
         self.start_process = start_process

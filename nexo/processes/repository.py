@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from nexo.db import Conn
+
 # Kinds that mean "this program died and was (or is being) started again".
 RESTART_KINDS = ("exited", "backoff", "worker_exited")
 # A program's state is the kind of its latest supervisor event.
@@ -9,7 +11,7 @@ STATES = {"running": "RUNNING", "exited": "RESTARTING", "backoff": "BACKOFF", "f
 KEEP_DAYS = 30
 
 
-def insert_event(conn, host: str, program: str, kind: str, pid: int | None = None, detail: str = "") -> None:
+def insert_event(conn: Conn, host: str, program: str, kind: str, pid: int | None = None, detail: str = "") -> None:
     """Record one process event now."""
     conn.execute(
         "INSERT INTO process_event (host, program, kind, pid, detail) VALUES (%s, %s, %s, %s, %s)",
@@ -17,7 +19,7 @@ def insert_event(conn, host: str, program: str, kind: str, pid: int | None = Non
     )
 
 
-def purge_old_events(conn, keep_days: int = KEEP_DAYS) -> int:
+def purge_old_events(conn: Conn, keep_days: int = KEEP_DAYS) -> int:
     """Delete events older than keep_days, except each program's latest (its current state); return how many."""
     return conn.execute(
         """
@@ -29,7 +31,7 @@ def purge_old_events(conn, keep_days: int = KEEP_DAYS) -> int:
     ).rowcount
 
 
-def programs(conn) -> list[dict]:
+def programs(conn: Conn) -> list[dict]:
     """Per host and program: restarts in the last 24 h, the last restart, and the state supervisor last reported."""
     rows = conn.execute(
         """

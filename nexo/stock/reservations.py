@@ -7,19 +7,17 @@ A reservation row holds `quantity` units of stock_level.reserved while `released
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
-from psycopg import Connection
+from psycopg.rows import DictRow
 
+from nexo.db import Conn, one_row
 from nexo.states import ReservationKind
 from nexo.stock.lock_order import SQL_COLLATE
 
-Row = dict[str, Any]
-
 
 def reserve_lines(
-    conn: Connection, *, order_id: UUID, warehouse_id: str, kind: ReservationKind, lines: list[tuple[UUID, int]]
+    conn: Conn, *, order_id: UUID, warehouse_id: str, kind: ReservationKind, lines: list[tuple[UUID, int]]
 ) -> set[UUID]:
     """ADR-002 for every line in one statement; returns the product ids reserved (a missing one: insufficient).
 
@@ -68,12 +66,12 @@ _LOCK_RESERVATIONS_SQL = f"""
 """
 
 
-def lock_reservations(conn: Connection, order_id: UUID) -> list[Row]:
+def lock_reservations(conn: Conn, order_id: UUID) -> list[DictRow]:
     """The order's reservations in the SKU lock order (ADR-002), locked until the end of the transaction."""
     return conn.execute(_LOCK_RESERVATIONS_SQL, [order_id]).fetchall()
 
 
-def make_firm(conn: Connection, order_id: UUID) -> int:
+def make_firm(conn: Conn, order_id: UUID) -> int:
     """Turn the order's held soft reservations into firm ones (CU-02 approval); return how many changed."""
     return conn.execute(
         "UPDATE stock_reservation SET kind = %s WHERE order_id = %s AND kind = %s AND released_at IS NULL",
@@ -81,7 +79,7 @@ def make_firm(conn: Connection, order_id: UUID) -> int:
     ).rowcount
 
 
-def give_back(conn: Connection, product_id: UUID, warehouse_id: str, quantity: int) -> None:
+def give_back(conn: Conn, product_id: UUID, warehouse_id: str, quantity: int) -> None:
     """Return reserved units to the available stock of one product in one warehouse."""
     conn.execute(
         "UPDATE stock_level SET reserved = reserved - %s WHERE product_id = %s AND warehouse_id = %s",
@@ -89,7 +87,7 @@ def give_back(conn: Connection, product_id: UUID, warehouse_id: str, quantity: i
     )
 
 
-def mark_soft_released(conn: Connection, order_id: UUID) -> int:
+def mark_soft_released(conn: Conn, order_id: UUID) -> int:
     """Stamp the order's held soft reservations as released (CU-02 rejection); return how many."""
     return conn.execute(
         "UPDATE stock_reservation SET released_at = now() WHERE order_id = %s AND kind = %s AND released_at IS NULL",
@@ -97,7 +95,7 @@ def mark_soft_released(conn: Connection, order_id: UUID) -> int:
     ).rowcount
 
 
-def release_all(conn: Connection, order_id: UUID) -> list[Row]:
+def release_all(conn: Conn, order_id: UUID) -> list[DictRow]:
     """Give back every unit the order still holds, soft or firm (a cancel, guarantee 19); return what was released.
 
     One statement: the order's live reservations and their stock rows are locked in the SKU lock order
@@ -131,7 +129,7 @@ def release_all(conn: Connection, order_id: UUID) -> list[Row]:
     ).fetchall()
 
 
-def remaining(conn: Connection, order_id: UUID) -> list[Row]:
+def remaining(conn: Conn, order_id: UUID) -> list[DictRow]:
     """The order's firm reservations with what is left to dispatch of each, locked in the SKU lock order."""
     return conn.execute(
         f"""
@@ -146,7 +144,7 @@ def remaining(conn: Connection, order_id: UUID) -> list[Row]:
     ).fetchall()
 
 
-def consume(conn: Connection, order_id: UUID, lines: list[tuple[UUID, str, int]]) -> int:
+def consume(conn: Conn, order_id: UUID, lines: list[tuple[UUID, str, int]]) -> int:
     """What left the warehouse (a dispatch, guarantee 19): for each (product_id, warehouse_id, quantity), in
     the SKU lock order, `on_hand` and `reserved` go down together and the reservation counts it dispatched
     (released once all of it left). Return the stock rows changed.
@@ -155,7 +153,7 @@ def consume(conn: Connection, order_id: UUID, lines: list[tuple[UUID, str, int]]
     the CHECKs on both tables refuse anything else (dispatched <= quantity, disponible_no_negativo).
     """
     products, warehouses, quantities = (list(column) for column in zip(*lines, strict=True))
-    return conn.execute(
+    consumed = conn.execute(
         f"""
         WITH shipped AS MATERIALIZED (
                  SELECT w.product_id, w.warehouse_id, w.quantity
@@ -181,4 +179,5 @@ def consume(conn: Connection, order_id: UUID, lines: list[tuple[UUID, str, int]]
         SELECT count(*) AS changed FROM consumed
         """,
         {"order": order_id, "products": products, "warehouses": warehouses, "quantities": quantities},
-    ).fetchone()["changed"]
+    )
+    return one_row(consumed)["changed"]
