@@ -1,6 +1,6 @@
 """Years of history loaded by set-based SQL: what a distributor's database holds after using Nexo.
 
-Used by the bench's growth phase (about 1,000,000 orders, issue 14) and, much smaller, by the test
+Used by the bench's growth phase (about 1,000,000 orders) and, much smaller, by the test
 that EXPLAINs every hot query (tests/integration/test_query_plans.py). One INSERT … SELECT per table:
 no Python loop, no row-by-row round trip. Ids are sequential UUIDs (a table tag, then the row number),
 so every B-tree grows at its right edge and the ids can be computed instead of looked up.

@@ -1,4 +1,4 @@
-"""Growth phase (issue 14): the same measurements on an empty database and after years of history.
+"""Growth phase (ADR-011): the same measurements on an empty database and after years of history.
 
 Order entry (create_order direct and the HTTP form) and a page load of each page people wait for
 are measured at 8 clients, then bench/grow.py loads the history by set-based SQL, the planner's
@@ -19,7 +19,7 @@ from bench.load import closed_loop
 from bench.web import Salesperson, log_in_all
 
 CLIENTS = 8  # the concurrency of the other phases' reference row
-LIMIT = 1.5  # issue 14: each figure within 1.5× of its empty-database value
+LIMIT = 1.5  # the growth target: each figure within 1.5× of its empty-database value
 PAGES = [  # (label, who, path)
     ("GET /orders/new", "seller", "/orders/new"),
     ("GET /orders/skus?q=ben-01", "seller", "/orders/skus?q=ben-01"),

@@ -1,4 +1,4 @@
-"""Mixed phase (issue 14): HTTP orders at a rising rate against the whole system as `make run` starts it.
+"""Mixed phase (ADR-011): HTTP orders at a rising rate against the whole system as `make run` starts it.
 
 Web (gunicorn), two relay workers, the sweeper and both fakes share the cores with Postgres, Redis and
 this load generator. Each step posts the order form open-loop at a fixed rate (a slow answer does not
@@ -22,7 +22,7 @@ from bench.web import log_in_all
 
 RELAY_WORKERS = 2  # make run's (RELAY_WORKERS' default)
 SENDERS = 32  # generator threads, each with its own keep-alive connection
-MAX_PENDING_AGE_S = 1.0  # issue 14: "the oldest PENDIENTE event stays under 1 s"
+MAX_PENDING_AGE_S = 1.0  # the mixed target: "the oldest PENDIENTE event stays under 1 s"
 OLDEST_PENDING = (
     "SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM outbox_event WHERE status = 'PENDIENTE'"
 )

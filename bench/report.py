@@ -1,4 +1,4 @@
-"""The bench's answer: issue 8's and issue 14's targets checked against one run, a plain-text table and a JSON file."""
+"""The bench's answer: its two rounds of targets (ADR-011) checked against one run, a plain-text table and a JSON file."""
 
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ def _compared(results: dict) -> tuple:
 
 
 def targets(results: dict) -> list[dict]:
-    """Issue 8's targets, each with its measured value and whether it is met (None: not measured)."""
+    """The first round's targets (order entry and delivery), each with its measured value and whether it is met.
+
+    A value of None: not measured.
+    """
     tpcb, http8, direct8, hot, relay2, woken = _compared(results)
 
     def ratio(row):
@@ -51,7 +54,7 @@ def targets(results: dict) -> list[dict]:
 
 
 def targets_round_2(results: dict) -> list[dict]:
-    """Issue 14's targets (CPU per unit of work first: rates move with the machine's load, CPU much less)."""
+    """The second round's targets (CPU per unit of work first: rates move with the machine's load, CPU much less)."""
     tpcb, http8, direct8, hot, relay2, woken = _compared(results)
     mixed = results.get("mixed") or None
 

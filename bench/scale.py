@@ -19,11 +19,11 @@ class Scale:
     warmup_s: float  # discarded start of each order-entry measurement
     relay_events: int  # events delivered per relay throughput run
     latency_s: float  # how long orders arrive at latency_rate for the commit → ENTREGADO runs
-    latency_rate: float  # orders per second during the latency runs (issue 8: 50)
+    latency_rate: float  # orders per second during the latency runs (the latency target's: 50)
     clients: int = 200  # bench clients with huge credit limits (spread the credit row locks)
     skus: int = 200  # bench SKUs with huge stock (spread the stock row locks)
     buyers: int = 64  # hot-SKU buyers, and so the number of bench salespeople
-    growth_volume: Volume = FULL  # the history the growth phase loads (issue 14)
+    growth_volume: Volume = FULL  # the history the growth phase loads
     growth_entry_s: float = 6  # per order-entry measurement of the growth phase (twice: empty, grown)
     page_s: float = 3  # per page-load measurement of the growth phase
     mixed_rates: tuple = (50, 75, 100, 150, 200, 250, 300)  # orders/s of the mixed phase's steps

@@ -126,8 +126,8 @@ class Database:
     def reading_one(self) -> Iterator[Conn]:
         """Yield a connection in autocommit for ONE read statement: no BEGIN and ROLLBACK round trips.
 
-        For reads that need no snapshot shared with another statement (the user each request loads:
-        issue 14 measured its BEGIN, SELECT, ROLLBACK as 3 of the 7 round trips of a simple page).
+        For reads that need no snapshot shared with another statement (the user each request loads: its
+        BEGIN and ROLLBACK were two of a simple page's few round trips, ADR-011).
         """
         with self.pool.connection() as conn:
             conn.autocommit = True
@@ -151,7 +151,7 @@ def check_lent_connection(conn: Conn) -> None:
     An idle connection has nothing to read. A restart (or pg_terminate_backend) leaves the server's
     termination message and the end of the stream on its socket, so it turns readable; then, and only
     then, the pool's own check runs (an empty query). Checking every connection that way cost a round
-    trip per transaction: 10 % of a relay worker's samples in make bench (issue 14).
+    trip per transaction, a visible share of a relay worker's time (ADR-008).
     A NOTIFY or a parameter status also makes the socket readable: that only costs the full check.
     """
     if not conn.closed:

@@ -1,4 +1,4 @@
-"""Text people send in forms: no control characters, checked once here for every form (issue 11).
+"""Text people send in forms: no control characters, checked once here for every form (guarantee 17).
 
 A NUL byte or another control character (Unicode category Cc) is never part of an SKU, a name, a
 note or a reason; psycopg refuses NUL outright and Postgres would store the others where they break

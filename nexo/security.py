@@ -1,4 +1,4 @@
-"""Security hardening applied to every response and to the login form (issue 7).
+"""Security hardening applied to every response and to the login form.
 
 Decisions:
 - Headers on every response: a Content-Security-Policy that allows scripts and styles only from our
@@ -167,8 +167,8 @@ def _init_login_limits(app, settings: SecuritySettings, redis_url: str) -> None:
 class RateLimited:
     """The endpoints and blueprints that carry a limit; every other request skips flask-limiter.
 
-    flask-limiter works out, before every request, which of its limits apply to it: half a millisecond
-    of CPU on the order form's POST, which has none (issue 14, measured in one process, alternating).
+    flask-limiter works out, before every request, which of its limits apply to it: a measurable share
+    of the CPU of the order form's POST, which has none (ADR-011).
     A blueprint that gets a limit adds itself here (nexo/api/setup.py).
     """
 

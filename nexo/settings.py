@@ -120,7 +120,7 @@ def check_relay_cadence(c: RelayCadence) -> None:
 
 @dataclass(frozen=True)
 class SecuritySettings:
-    """The security knobs (issue 7): login rate limits, Secure cookie, proxies trusted; see nexo/security.py."""
+    """The security knobs: login rate limits, Secure cookie, proxies trusted; see nexo/security.py."""
 
     login_limit_per_username: str = "5 per 15 minutes"
     login_limit_per_ip: str = "20 per 15 minutes"
@@ -157,7 +157,7 @@ def _security(env: dict) -> SecuritySettings:
 
 
 def _fresh_login_window(env: dict) -> float:
-    """DLQ_FRESH_LOGIN_S: how recent a sign-in must be to replay or discard a dead letter (issue 6)."""
+    """DLQ_FRESH_LOGIN_S: how recent a sign-in must be to replay or discard a dead letter (ADR-010)."""
     raw = env.get("DLQ_FRESH_LOGIN_S", "").strip() or "900"
     try:
         value = float(raw)

@@ -1,7 +1,7 @@
 """How a fake answers: its current mode, and the misbehaving answers a relay must survive.
 
 CONTRACT.md's five modes (ok, timeout_before, timeout_after, error_5xx, error_4xx) are handled in
-common.py. The modes below extend them (issue 11) and never change them; they exist so that the
+common.py. The modes below extend them (guarantee 16) and never change them; they exist so that the
 relay's deadline, byte cap and storable error text are tested over real HTTP against a real
 misbehaving server, not against a mock (`POST /__sandbox/mode` takes their extra fields):
 

@@ -36,11 +36,11 @@ SETTINGS_MODULE = "nexo/settings.py"
 OUTSIDE_THE_APP = ("scripts/", "tests/", "bench/", "sandbox/")
 SKIPPED_DIRS = {".venv", ".git", ".data", "node_modules", "__pycache__", "test-artifacts"}
 
-# Known exceptions, as (path, "imports nexo.X" | "reads the environment"): none since branch `relay`
-# (issue 12) moved the dead-letter opening into the outbox and the relay's settings into Settings.
+# Known exceptions, as (path, "imports nexo.X" | "reads the environment"): none. The dead-letter opening
+# lives in the outbox and the relay's settings in Settings (docs/architecture.md).
 ALLOWED: set[tuple[str, str]] = set()
 # Not Nexo settings, so not in Settings: supervisord hands its event listener the RPC address in the
-# environment, and supervisor.childutils.getRPCInterface reads it from there (branch supervision).
+# environment, and supervisor.childutils.getRPCInterface reads it from there (ADR-013).
 SUPERVISOR_PROTOCOL = {"jobs/process_events.py"}
 
 

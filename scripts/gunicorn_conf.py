@@ -15,10 +15,10 @@ preload_app = False
 # on one machine (tests, bench) would fight over it, and Nexo does not use it.
 control_socket_disable = True
 
-# Structured logs (issue 7): gunicorn's own lines as JSON; access lines carry the X-Request-ID.
+# Structured logs: gunicorn's own lines as JSON; access lines carry the X-Request-ID.
 logger_class = "nexo.observability.GunicornLogger"
 
-# Prometheus multiprocess mode (issue 7): every worker writes its metric values to files in one
+# Prometheus multiprocess mode (guarantee 13): every worker writes its metric values to files in one
 # directory that /metrics reads. scripts/stack.py gives `make run`/`make test` a fresh one; a gunicorn
 # started any other way gets its own here, before any worker imports prometheus_client.
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

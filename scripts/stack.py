@@ -136,7 +136,7 @@ def embedded_redis(data_dir: Path, *, persist: bool):
 
 @contextlib.contextmanager
 def prometheus_dir(env: dict):
-    """A fresh private PROMETHEUS_MULTIPROC_DIR (issue 7) unless one is given; removed afterwards.
+    """A fresh private PROMETHEUS_MULTIPROC_DIR unless one is given; removed afterwards.
 
     Fresh, because prometheus-client's multiprocess files of a previous run would be summed into this one.
     """
@@ -299,7 +299,7 @@ def _run(env: dict, data_dir: Path) -> int:
 """,
             flush=True,
         )
-        # Two relay workers: one alone falls behind at 50 orders/s (100 events/s), measured by make bench.
+        # Two relay workers: one alone falls behind at the 50 orders/s of the latency target (ADR-011).
         workers = int(env.get("RELAY_WORKERS", "2"))
         conf = data_dir / "supervisor" / "supervisord.conf"
         conf.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Helpers of the operations, metrics, logging and security tests (issue 7)."""
+"""Helpers of the operations, metrics, logging and security tests."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ bp = Blueprint("apikeys_admin", __name__)
 @bp.route("/admin/api-keys")
 @permission_required("ops.view")
 def list_keys():
-    """Every API key with its user, creation, last use and revocation (issue 13)."""
+    """Every API key with its user, creation, last use and revocation (guarantee 18)."""
     with get_db().reading() as conn:
         keys = repo.all_keys(conn)
     return render_template("api/keys.html", keys=keys)

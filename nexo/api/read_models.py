@@ -43,7 +43,7 @@ def catalog(conn: Conn, *, text: str = "", after: str | None = None, limit: int 
 
     The order form's SKU lookup: `text` a prefix of the SKU or of the name's first word, `after` a
     SKU to start past. Without `limit` every matching product, as CONTRACT.md has it; with tens of
-    thousands of SKUs that is megabytes (4.7 MB and 0.5 s of CPU for 50,000), so integrations page.
+    thousands of SKUs that is megabytes and a costly call (ADR-015), so integrations page.
     """
     rows = order_queries.find_skus(conn, text, limit=None if limit is None else limit + 1, after=after)
     more = limit is not None and len(rows) > limit

@@ -79,7 +79,7 @@ Keyset = tuple[datetime, UUID]
 # --- order read models ---------------------------------------------------------------------------
 
 # Each order with its lines and events in the one row: a single statement for an order or a page,
-# whatever its size (the 201 of POST /api/v1/orders reads the order back with it, issue 14).
+# whatever its size (the 201 of POST /api/v1/orders reads the order back with it).
 _ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
                     o.total_cents, o.created_at, o.salesperson_id,
                     coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,

@@ -1,4 +1,4 @@
-"""Fresh login for dead-letter actions: replaying or discarding needs a recent sign-in (issue 6).
+"""Fresh login for dead-letter actions: replaying or discarding needs a recent sign-in (ADR-010).
 
 A session left open on a shared office computer must not be enough to discard a fiscal event. The
 window is a security setting: Settings.dlq_fresh_login_s (DLQ_FRESH_LOGIN_S, seconds, default 900).

@@ -1,4 +1,4 @@
-"""Ask a destination whether it already applied an Idempotency-Key, before an admin replays (issue 6).
+"""Ask a destination whether it already applied an Idempotency-Key, before an admin replays (ADR-010).
 
 The question goes over HTTP with no transaction open (ADR-004): read the dead letter, close the
 transaction, ask, then write the audit row in a new transaction. The answer is only information: a

@@ -137,8 +137,8 @@ def clients(conn: Conn, destinations: tuple[str, ...], selected: str | None = No
     """Clients with a pending dead letter in these destinations (and the selected one), for the list's filter.
 
     Pending only: after years nearly every client has some resolved or discarded dead letter, so a
-    list of them all would be every client and cost a read of the whole history on each page
-    (issue 14); the pending ones are what the admin works on. The selected client stays listed.
+    list of them all would be every client and cost a read of the whole history on each page; the
+    pending ones are what the admin works on. The selected client stays listed.
     """
     return conn.execute(
         f"""

@@ -1,4 +1,4 @@
-"""Dead-letter admin pages (issue 6, ADR-010): list, detail, replay, discard, groups. Behind dlq.admin."""
+"""Dead-letter admin pages (ADR-010, guarantee 11): list, detail, replay, discard, groups. Behind dlq.admin."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ def delivered_handoffs(conn: Conn, *, limit: int = PAGE_SIZE, offset: int = 0) -
     """Orders the warehouse system accepted (a ticket exists), newest delivery first, with their lines.
 
     The page of delivered events is picked first, from the delivered-events index (migration 0040),
-    and only those orders are joined: the page costs the same with ten or a million handoffs (issue 14).
+    and only those orders are joined: the page costs the same with ten or a million handoffs.
     The destination filter is the event type's (a CHECK ties them); it is what the index leads with.
     """
     return conn.execute(
@@ -38,7 +38,7 @@ def handoff_counts(conn: Conn) -> DictRow:
     """How many handoffs arrived (at most DELIVERED_COUNT_CAP + 1), and how many are on the way or failed.
 
     Each count reads its own partial index (delivered: migration 0040; pending: 0003; failed: 0080).
-    Counting every handoff ever delivered would read the whole history on each page view (issue 14),
+    Counting every handoff ever delivered would read the whole history on each page view,
     so that count stops one past the cap, like the dead-letter list's.
     """
     counts = conn.execute(

@@ -140,7 +140,7 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
     resolves the dead letter and makes the event pending again; a discard keeps it FALLIDO for good).
 
     Only three kinds of event can have been pending in the window, each read through an index so the
-    cost follows the last day and the backlog, not the years of history (issue 14): the PENDIENTE
+    cost follows the last day and the backlog, not the years of history (test_query_plans.py): the PENDIENTE
     ones; the delivered ones delivered inside the window; and the FALLIDO ones whose dead letter
     opened inside it. A FALLIDO event always has a dead letter opened in the same transaction
     (ADR-010), and from then on it is not pending (its latest dead letter is pending or discarded), so

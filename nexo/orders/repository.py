@@ -56,7 +56,7 @@ def order_context(conn: Conn, client_id: UUID, warehouse_id: str, skus: list[str
     """The client, the warehouse check and the catalog rows of the SKUs with their list prices, in one read.
 
     One statement instead of three point lookups: every round trip inside the order transaction is
-    time the client's and the stock rows' locks are held by someone (issue 14).
+    time the client's and the stock rows' locks are held by someone.
     """
     rows = conn.execute(
         """

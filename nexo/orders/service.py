@@ -106,7 +106,7 @@ def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderRe
     total_cents = sum(line.quantity * line.unit_price_cents for line in priced)
 
     # 3-4. Credit (RN-01) as one conditional UPDATE, the order, its lines at list price and the key
-    #      pointing at it: one statement (issue 14: fewer round trips while the client's row is locked).
+    #      pointing at it: one statement (fewer round trips while the client's row is locked).
     order_id = uuid.uuid4()
     status = repo.record_order(
         conn,

@@ -106,7 +106,7 @@ def _respond(result: commands.OrderResult, form: OrderForm, rows: list[LineRow],
 def _render_form(
     form: OrderForm, request_id: str, rows: list[LineRow], errors: dict | None = None, status: int = 200, problems=()
 ):
-    # Never the whole catalog (issue 14: 50,000 SKUs are megabytes, and each 422 would send them
+    # Never the whole catalog (tens of thousands of SKUs are megabytes, and each 422 would send them
     # again): a fresh form shows the catalog's first page, an answer to a post the well-formed lines
     # typed in it (a malformed one, e.g. a control character, is never sent to the database).
     # The SKU lookup (/orders/skus) finds the rest.

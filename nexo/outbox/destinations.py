@@ -107,7 +107,7 @@ def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
         return _failure(TRANSIENT, "Timeout", str(answer), duration_ms)
     if isinstance(answer, BaseException):
         # A TransportError (refused or reset connection, a broken answer) is worth retrying; anything else
-        # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (issue 11).
+        # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (guarantee 16).
         return _failure(TRANSIENT, type(answer).__name__, str(answer) or type(answer).__name__, duration_ms)
     try:
         return read_answer(answer, effect_field, duration_ms=duration_ms)

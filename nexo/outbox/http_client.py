@@ -1,4 +1,4 @@
-"""HTTP calls with a wall-clock deadline and a byte cap, whatever the other side does (issue 11, ADR-014).
+"""HTTP calls with a wall-clock deadline and a byte cap, whatever the other side does (guarantee 16, ADR-014).
 
 `requests`' timeout=(connect, read) bounds each socket read, not the call: a destination that dribbles
 one byte per second, or never finishes its headers, held a relay worker until RQ killed the job, and
@@ -8,8 +8,8 @@ The body is read up to `max_body_bytes` (a 20 MB answer costs 64 KiB); Nexo only
 field of a success or an excerpt of an error.
 
 Several requests go out at once on one `CurlMulti`, driven by the calling thread: no event loop and no
-extra thread, and the protocol work runs in C (ADR-008, issue 14: httpx's async stack was half of a
-relay worker's CPU). Each multi handle keeps its connections alive between calls; callers running at
+extra thread, and the protocol work runs in C (ADR-014 says why not httpx's async stack, ADR-008 what
+it cost a relay worker). Each multi handle keeps its connections alive between calls; callers running at
 the same time (the relay's lanes, web threads asking about a key) each take a multi of their own from
 a small free list, since a libcurl handle must not be used by two threads at once.
 """

@@ -8,7 +8,7 @@ Three steps, and never a network call inside a transaction:
    lease expired and was taken over records only its own attempt, as DESCARTADO_POR_LEASE.
 At-least-once: a worker killed between 1 and 3 leaves a lease that expires; the sweeper or another
 worker claims the event again and the destination deduplicates by Idempotency-Key.
-Every attempt ends, every event ends (issue 11, ADR-014): step 2 has a wall-clock deadline, step 1
+Every attempt ends, every event ends (guarantee 16, ADR-014): step 2 has a wall-clock deadline, step 1
 already counted the attempt, and an event whose cycle spent its attempts without an outcome being
 written is failed by fail_spent instead of being claimed again.
 """
@@ -259,7 +259,7 @@ def _plan(cadence: RelayCadence, event: DictRow, result: destinations.DeliveryRe
         return event, result, ENTREGADO, 0.0, error
     if result.kind == destinations.NOTHING_TO_UNDO:  # the destination never had the original (ADR-017)
         return event, result, RETIRADO, 0.0, "el destino no había recibido el original: nada que anular"
-    # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (issue 6).
+    # The budget and the backoff count the tries of this cycle: a replay starts a fresh one (ADR-010).
     if result.kind == destinations.TRANSIENT and event["cycle_attempts"] < cadence.max_attempts:
         delay = backoff_s(event["cycle_attempts"], cadence.backoff_base_s, cadence.backoff_cap_s)
         return event, result, REINTENTO, delay, error
@@ -273,7 +273,7 @@ def fail_spent(ctx: RelayContext, *, limit: int = 100) -> int:
 
     The claim counts an attempt before the POST, so an attempt that never recorded how it ended (worker
     or job killed, recording failed) has been counted all the same; once the cycle's last one is gone
-    and its lease expired, nobody will deliver the event again: a person decides (issue 11, ADR-014).
+    and its lease expired, nobody will deliver the event again: a person decides (guarantee 16, ADR-014).
     """
     cadence = ctx.settings.relay
     with ctx.db.transaction() as tx:

@@ -144,7 +144,7 @@ def claim_due(
 
     SKIP LOCKED lets any number of workers and sweepers claim side by side without waiting on each
     other; a fresh claim_token fences whatever a previous, expired claimant may still write. The
-    attempt is counted here, before any network call, so however it ends it has been counted (issue 11),
+    attempt is counted here, before any network call, so however it ends it has been counted (guarantee 16),
     and an earlier attempt left open is closed as SIN_RESULTADO (ADR-014).
     """
     return conn.execute(
@@ -174,7 +174,7 @@ def due_event_ids(conn: Conn, *, limit: int, max_attempts: int, grace_s: float =
 
 
 def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
-    """Lock PENDIENTE events whose cycle used every attempt and whose last lease expired (issue 11).
+    """Lock PENDIENTE events whose cycle used every attempt and whose last lease expired (ADR-014).
 
     Such an event's last attempt ended without an outcome being written: its worker or job was killed,
     or recording it failed. `last_open` says whether that last attempt row is still unfinished.
@@ -287,7 +287,7 @@ def close_attempts(conn: Conn, attempts: list[tuple[int, AttemptOutcome, int | N
     )
 
 
-# --- What nexo/deadletters asks of the outbox (issue 12: only the outbox writes outbox_event).
+# --- What nexo/deadletters asks of the outbox (only the outbox writes outbox_event: docs/architecture.md).
 
 
 def requeue_events(conn: Conn, *, event_ids: list[uuid.UUID], destination: str) -> int:

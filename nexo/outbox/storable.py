@@ -1,7 +1,7 @@
-"""Text from outside (a destination's body, an exception message) made fit to write in Postgres (issue 11).
+"""Text from outside (a destination's body, an exception message) made fit to write in Postgres (guarantee 16).
 
 Postgres refuses NUL in text and jsonb: one NUL in a destination's error body once made recording an
-outcome raise, again and again, so the event was never failed (issue 11). Every write of such text
+outcome raise, again and again, so the event was never failed (ADR-014). Every write of such text
 goes through storable_text first: control characters out, length capped.
 """
 

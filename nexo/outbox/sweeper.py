@@ -81,7 +81,7 @@ def sweep_once(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Eve
         log.warning("sweep: a drain wake-up not picked up within %.1f s; delivering every due event here", cadence.lease_s)
         delivered = deliver_here(ctx, budget_s=cadence.lease_s, stop=stop)
     elif stuck:
-        # Nobody took these wake-ups within a lease: no worker is alive, or none is free (issue 11).
+        # Nobody took these wake-ups within a lease: no worker is alive, or none is free (ADR-014).
         log.warning(
             "sweep: %d wake-up(s) not picked up within %.1f s; delivering %d event(s) here",
             len(stale),

@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 
 JOB_FUNCTION = "jobs.deliver.deliver_events"
 # One job wakes up to this many events (an order's two, a sweep's backlog in chunks): rq's own cost per
-# job (about 20 Redis commands, a few ms of worker CPU) and the lanes' first small batches are paid once
-# per job, while each event still gets its own claim, lease and fenced outcome. 25 a job made that
-# overhead two thirds of a worker's CPU per event once delivery itself got cheap (issue 14, make bench).
+# job (its Redis bookkeeping) and the lanes' first small batches are paid once per job, while each event
+# still gets its own claim, lease and fenced outcome. 25 a job left that overhead most of a worker's CPU
+# per event once delivery itself got cheap (ADR-008).
 EVENTS_PER_JOB = 100
 FAILED_JOB_TTL_S = 3600  # keep a failed wake-up an hour for inspection (rq info); the event itself is safe
 
@@ -181,7 +181,7 @@ def clear_unbacked_flag(connection: redis.Redis, settings: Settings, waiting: li
 
 
 def withdraw(connection: redis.Redis, settings: Settings, wakeups: list[QueuedWakeup]) -> None:
-    """Delete wake-ups nobody picked up: the sweeper delivers their events itself (issue 11).
+    """Delete wake-ups nobody picked up: the sweeper delivers their events itself (ADR-014).
 
     Withdrawing a drain job also clears its flag, so the next commit rings a fresh one.
     """

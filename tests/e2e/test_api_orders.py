@@ -1,4 +1,4 @@
-"""Orders API through gunicorn on real Postgres: the form's guarantees for integrations (issue 13, ADR-015)."""
+"""Orders API through gunicorn on real Postgres: the form's guarantees for integrations (guarantee 18, ADR-015)."""
 
 from __future__ import annotations
 

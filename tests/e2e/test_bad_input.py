@@ -1,4 +1,4 @@
-"""Control characters and non-ASCII digits in any form: 400 with the field marked, never a 500 (issue 11).
+"""Control characters and non-ASCII digits in any form: 400 with the field marked, never a 500 (guarantee 17).
 
 Each form of the app is posted with a NUL byte (and other control characters) in its fields; the last
 line (nexo/form_input.GuardedStrDumper) is probed with a route that validates nothing.

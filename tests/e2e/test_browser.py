@@ -1,4 +1,4 @@
-"""The salesperson's worst morning in a real browser (issue 7): Debian's Chromium driven by Playwright.
+"""The salesperson's worst morning in a real browser: Debian's Chromium driven by Playwright.
 
 Everything is real: gunicorn, Postgres, Redis, the RQ relay and the sandboxed fakes. The browser does
 what people do (double click, back button, two salespeople at once, Laura's queue, Marta's dead

@@ -1,4 +1,4 @@
-"""The order form's client select: built once per web process, and never stale (migration 0090, issue 14).
+"""The order form's client select: built once per web process, and never stale (migration 0090).
 
 The app under test lives for the whole session, so its kept list also outlives every test's database
 reset: a list kept from an earlier test that survived here would show up as a wrong client.

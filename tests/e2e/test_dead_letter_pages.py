@@ -190,7 +190,7 @@ def test_a_discard_reason_is_rendered_escaped_wherever_it_appears(db, app, marta
         html = marta.get(page).get_data(as_text=True)
         assert XSS not in html, page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, page
-    # The order page (issue: order entry) shows who discarded its event and why: escaped there too.
+    # The order page (CU-01) shows who discarded its event and why: escaped there too.
     seller = app.test_client()
     AuthActions(seller).login("vendedor1")
     order_page = seller.get(f"/orders/{made['order_id']}")

@@ -1,4 +1,4 @@
-"""A part that dies never takes Nexo down (guarantee 15 in docs/guarantees.md, issue 11), on a real `make run`.
+"""A part that dies never takes Nexo down (guarantee 15 in docs/guarantees.md, ADR-013), on a real `make run`.
 
 One stack for the whole module (a start costs ~10 s): each test kills one kind of process with
 SIGKILL and checks that supervisord started it again (a new pid), that the rest kept serving
@@ -9,7 +9,7 @@ finish, then stops everything within 15 s leaving no process behind.
 
 The delivery timeout is 7 s here (not the 3 s of tests/stack_run.py): the relay's programs then get
 9 s to stop (scripts/supervisor_conf.py), and an answer after 6.3 s tells that from the 5 s all
-programs got before (review of issue 11, item 3).
+programs got before.
 """
 
 from __future__ import annotations

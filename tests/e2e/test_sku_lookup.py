@@ -1,4 +1,4 @@
-"""The SKU lookup and a form that stays small whatever the catalog size (issue 14)."""
+"""The SKU lookup and a form that stays small whatever the catalog size."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-# The names the helpers had before create_app registered them once (issue 12).
+# The names the helpers had before create_app registered them once.
 OLD_NAMES = re.compile(r"\|\s*(ars|ops_duration)\b|(?<![\w.|])(ars|money|moment|when|duration|local_time)\(")
 
 

@@ -1,4 +1,4 @@
-"""deploy/prometheus/nexo-alerts.yml: valid for promtool, and it names only metrics /metrics exports (issue 11)."""
+"""deploy/prometheus/nexo-alerts.yml: valid for promtool, and it names only metrics /metrics exports (ADR-013)."""
 
 from __future__ import annotations
 

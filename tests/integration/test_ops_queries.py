@@ -120,7 +120,7 @@ def test_pending_age_history_follows_delivery_failure_replay_and_discard(snapsho
 
 
 # The definition of the chart, as first written: every unsettled event and every event delivered in
-# the window, each checked at every mark. pending_age_history reads far fewer rows (issue 14) and
+# the window, each checked at every mark. pending_age_history reads far fewer rows and
 # must answer exactly the same.
 _REFERENCE_HISTORY = """
     WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, 24) AS k),

@@ -53,8 +53,8 @@ def test_on_a_tick_a_program_fatal_for_the_cool_down_is_started_again_and_that_i
 
 
 def test_a_listener_started_after_the_fatal_event_still_revives_and_a_failed_start_is_tried_again(db):
-    # The listener that saw the FATAL event was restarted during the cool-down (review of issue 11,
-    # item 4): the new one knows only supervisord's view, at its start and on each tick.
+    # The listener that saw the FATAL event was restarted during the cool-down (ADR-013): the new one
+    # knows only supervisord's view, at its start and on each tick.
     tries = []
 
     def start_process(name):

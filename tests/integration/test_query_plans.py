@@ -1,4 +1,4 @@
-"""No request path reads a big table sequentially once the data has grown (issue 14).
+"""No request path reads a big table sequentially once the data has grown (ADR-011).
 
 The statements are not a hand-kept list: every page and form of the request paths is exercised
 through the app, each SQL statement it sends is recorded (psycopg's Cursor.execute, this thread
@@ -22,7 +22,7 @@ from tests.helpers import csrf_token
 
 pytestmark = pytest.mark.slow
 
-BIG = 10_000  # "a table with more than 10,000 rows" (issue 14)
+BIG = 10_000  # a big table: more than 10,000 rows
 VOLUME = grow.Volume(orders=10_500, dead_letters=10_500, clients=2_000, skus=10_500)
 EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
 
@@ -105,7 +105,7 @@ def _order_form(token: str, client_id, lines) -> dict:
 
 
 def _exercise(app, db, recorder):
-    """Every request path of the issue, as its user: order entry, order pages, credit, dead letters, ops."""
+    """Every request path people wait for, as its user: order entry, order pages, credit, dead letters, ops."""
     with db.reading() as conn:
         seller = conn.execute("SELECT id FROM app_user WHERE username = 'vendedor1'").fetchone()["id"]
         own_order = conn.execute(

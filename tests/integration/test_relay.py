@@ -1,4 +1,4 @@
-"""The relay delivers a confirmed order's events exactly once per destination (guarantees 8-10, issue 5)."""
+"""The relay delivers a confirmed order's events exactly once per destination (guarantees 8-10)."""
 
 from __future__ import annotations
 

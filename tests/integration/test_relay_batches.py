@@ -1,4 +1,4 @@
-"""Relay round 2 (issue 14, ADR-008): coalesced commit-time wake-ups and batched claims, deliveries, records.
+"""The batched relay (ADR-008): coalesced commit-time wake-ups and batched claims, deliveries, records.
 
 The guarantees stay those of ADR-004/ADR-014: each event of a batch has its own claim token, lease and
 attempt row, its outcome is fenced by its own token, each attempt ends within its own deadline, and a

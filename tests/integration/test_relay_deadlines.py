@@ -1,4 +1,4 @@
-"""Every attempt ends, every event ends (guarantee 16, issue 11, ADR-014).
+"""Every attempt ends, every event ends (guarantee 16, ADR-014).
 
 Real RQ worker and sweeper processes, real fakes told to misbehave over real HTTP (sandbox/modes.py).
 Each destination that answers badly ends FALLIDO with its dead letter after at most

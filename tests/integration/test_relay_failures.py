@@ -119,7 +119,7 @@ def test_transient_errors_back_off_and_fail_after_max_attempts(db, redis_client,
 
 
 def test_a_replayed_dead_letter_gets_a_fresh_cycle_of_attempts(db, redis_client, fakes, relay):
-    """Issue 6: replay puts the event back for a fresh cycle; attempts keeps counting every try."""
+    """ADR-010: replay puts the event back for a fresh cycle; attempts keeps counting every try."""
     from nexo.deadletters import service as dead_letters
 
     fakes.set_mode("fiscal", "error_5xx")

@@ -1,4 +1,4 @@
-"""Isolation per destination in the batched relay (ADR-010, ADR-008; final review of issue 14).
+"""Isolation per destination in the batched relay (ADR-010, ADR-008).
 
 A destination that does not answer only ever holds up its own events: batches are claimed per
 destination and the destinations' lanes run side by side. Real worker processes and real fakes.

@@ -1,4 +1,4 @@
-"""A stop (SIGTERM: a deploy, supervisorctl stop) spends no attempt (review of issue 11, ADR-014).
+"""A stop (SIGTERM: a deploy, supervisorctl stop) spends no attempt (guarantee 15, ADR-014).
 
 A real worker busy with a batch job, and a real sweeper delivering by itself, are sent SIGTERM while an
 attempt is in flight: each finishes that attempt, records its outcome, claims no further event and

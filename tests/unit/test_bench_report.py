@@ -1,4 +1,4 @@
-"""make bench's verdicts for issue 14's targets: computed from the run's own figures, one per target."""
+"""make bench's verdicts for its second round of targets: computed from the run's own figures, one per target."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`make bench` starts the Procfile's processes itself (bench/stack.py): every command must render there.
 
-A Procfile variable the bench does not provide broke `make bench` once (NEXO_SANDBOX_DIR, issue 11's
-supervision) without any test noticing; this is that check.
+A Procfile variable the bench does not provide broke `make bench` once (NEXO_SANDBOX_DIR, when
+supervision came, ADR-013) without any test noticing; this is that check.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Text from outside is made storable before it is written (issue 11): Postgres refuses NUL in text."""
+"""Text from outside is made storable before it is written (guarantee 16): Postgres refuses NUL in text."""
 
 from nexo.outbox.storable import ERROR_TEXT_LIMIT, storable_text
 

@@ -1,4 +1,4 @@
-"""The supervisor configuration is generated from the Procfile; production's copy must not drift (issue 11)."""
+"""The supervisor configuration is generated from the Procfile; production's copy must not drift (ADR-013)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_make_run_config_has_every_procfile_process_with_the_fakes_storage_in_th
 
 
 def test_a_checkout_or_data_dir_with_a_space_or_a_percent_sign_still_runs(tmp_path, monkeypatch):
-    # Review of issue 11: arguments were joined with " " and "%" was not escaped; supervisord then
+    # Arguments were once joined with " " and "%" was not escaped; supervisord then
     # refused the file ("%" starts an expansion) or split the path at the space.
     odd = tmp_path / "mis datos 100%"
     monkeypatch.setattr(supervisor_conf, "ROOT", tmp_path / "check out%s")
