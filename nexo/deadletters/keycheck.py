@@ -18,7 +18,7 @@ from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
 from nexo.outbox.http_client import DeadlineExceeded, HttpClient
-from nexo.outbox.registry import DESTINATIONS
+from nexo.outbox.registry import DESTINATIONS, route
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
 
@@ -48,12 +48,13 @@ class KeyAnswer:
     detail: str = ""
 
 
-def ask_destination(base_url: str | None, destination: str, key: str, timeout_s: float) -> KeyAnswer:
-    """One GET to the destination's lookup route; never raises (a failure is an 'unknown' answer)."""
+def ask_destination(base_url: str | None, event_type: str, key: str, timeout_s: float) -> KeyAnswer:
+    """One GET to the lookup route of the event's type; never raises (a failure is an 'unknown' answer)."""
     if not base_url:
         return KeyAnswer(UNKNOWN, detail="el destino no tiene URL configurada")
-    # Where the destination answers "did you apply this key?" is in its registry entry (CONTRACT.md).
-    url = DESTINATIONS[destination].lookup_url(base_url, key)
+    # Where the destination answers "did you apply this key?" is in the event type's route (CONTRACT.md):
+    # an invoice and its credit note are looked up at different paths of the same destination.
+    url = route(event_type).lookup_url(base_url, key)
     try:
         answer = _client(timeout_s).request("GET", url, headers={"Accept": "application/json"})
     except DeadlineExceeded:
@@ -76,7 +77,7 @@ def check_key(db: Database, settings: Settings, dead_letter_id: int, actor: str)
     # The transaction above is closed: the HTTP call below may take the whole timeout (ADR-004).
     answer = ask_destination(
         DESTINATIONS[state["destination"]].base_url(settings),
-        state["destination"],
+        state["event_type"],
         str(state["event_id"]),
         settings.relay.delivery_timeout_s,
     )
