@@ -58,10 +58,10 @@ STATEMENTS = [
     (
         "client",
         f"""
-        INSERT INTO client (id, name, tier, credit_limit_cents)
+        INSERT INTO client (id, name, tier, credit_limit_cents, opening_exposure_cents)
         SELECT {_uuid(CLIENT, "n")}, 'Cliente ' || lpad(n::text, 5, '0') || ' ' ||
                (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
-               CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000
+               CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000, 0
           FROM generate_series(1, %(clients)s) AS n""",
     ),
     (
@@ -82,26 +82,27 @@ STATEMENTS = [
     (
         "stock_level",
         f"""
-        INSERT INTO stock_level (product_id, warehouse_id, on_hand)
-        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000 FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
+        INSERT INTO stock_level (product_id, warehouse_id, on_hand, opening_on_hand)
+        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000, 1000000000 FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
     ),
     (
         "orders",
         f"""
-        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status,
+        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, charged_cents, billing_status,
                             invoice_number, handoff_ticket, created_at, decided_at, decided_by, decision_note)
         SELECT {_uuid(ORDER, "i")}, {_uuid(CLIENT, "(1 + (i::bigint * 7919) %% %(clients)s)")},
                CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
                (%(sellers)s::bigint[])[1 + i %% cardinality(%(sellers)s::bigint[])], status,
-               (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}
-                 + (1 + i %% 3) * {_PRICE.format(p=_PRODUCT_N.format(k=1))},
+               total, CASE status WHEN 'CONFIRMADO' THEN total ELSE 0 END,
                CASE status WHEN 'CONFIRMADO' THEN 'FACTURADO' ELSE 'NO_APLICA' END,
                CASE status WHEN 'CONFIRMADO' THEN 'F-' || i END, CASE status WHEN 'CONFIRMADO' THEN 'T-' || i END,
                at, CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN at + interval '1 hour' END,
                CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN %(officer)s::bigint END,
                CASE WHEN status = 'RECHAZADO' THEN 'Excede el crédito' END
           FROM generate_series(1, %(orders)s) AS i,
-               LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at) AS o""",
+               LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at,
+                               (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}
+                                 + (1 + i %% 3) * {_PRICE.format(p=_PRODUCT_N.format(k=1))} AS total) AS o""",
     ),
     (
         "order_line",
