@@ -115,19 +115,21 @@ class RunningStack:
         return self.output.read_text(errors="replace")
 
     # --- programs -------------------------------------------------------------------------------
-    def rpc(self):
+    def supervisor(self, method: str, *args):
+        """Call one of supervisord's XML-RPC methods (supervisor.<method>) over its socket, closed afterwards."""
         # The socket lives in a short temporary directory (scripts/stack.py socket_dir); the config names it.
         conf = (self.data_dir / "supervisor" / "supervisord.conf").read_text()
         sock = re.search(r"^serverurl=unix://(.+)$", conf, re.M).group(1)
-        return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, f"unix://{sock}"))
+        with xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, f"unix://{sock}")) as proxy:
+            return getattr(proxy.supervisor, method)(*args)  # leaving the block closes the socket
 
     def info(self, program: str) -> dict:
         """supervisord's view of one program (state name, pid)."""
         group = "sandbox" if program in ("fiscal", "warehouse") else "nexo"
-        return self.rpc().supervisor.getProcessInfo(f"{group}:{program}")
+        return self.supervisor("getProcessInfo", f"{group}:{program}")
 
     def all_running(self) -> bool:
-        return all(p["statename"] == "RUNNING" for p in self.rpc().supervisor.getAllProcessInfo())
+        return all(p["statename"] == "RUNNING" for p in self.supervisor("getAllProcessInfo"))
 
     def pid(self, program: str) -> int:
         return self.info(program)["pid"]

@@ -88,7 +88,7 @@ def claimer_pid(stack, event_id) -> int | None:
 
 
 def worker_program(stack, pid: int) -> str:
-    return next(p["name"] for p in stack.rpc().supervisor.getAllProcessInfo() if p["pid"] == pid)
+    return next(p["name"] for p in stack.supervisor("getAllProcessInfo") if p["pid"] == pid)
 
 
 def kill_worker_mid_delivery(stack, seller, mode: str, applied_before_kill: bool) -> None:
@@ -122,12 +122,12 @@ def test_relay_worker_killed_before_the_destination_applied_the_effect(stack, se
 
 @pytest.mark.parametrize("program", ["sweeper", "fiscal"])
 def test_sweeper_or_fake_killed_is_restarted_alone(stack, seller, program):
-    others = {p["name"]: p["pid"] for p in stack.rpc().supervisor.getAllProcessInfo() if p["name"] != program}
+    others = {p["name"]: p["pid"] for p in stack.supervisor("getAllProcessInfo") if p["name"] != program}
     pid = stack.pid(program)
     stack.kill(pid)
     stack.wait_restarted(program, pid)
     assert stack.health() == 200
-    assert {p["name"]: p["pid"] for p in stack.rpc().supervisor.getAllProcessInfo() if p["name"] != program} == others
+    assert {p["name"]: p["pid"] for p in stack.supervisor("getAllProcessInfo") if p["name"] != program} == others
     all_delivered(stack, [place_order(stack, seller)])
 
 

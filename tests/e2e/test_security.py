@@ -48,7 +48,8 @@ def _session_cookie(response) -> str:
 
 @pytest.mark.parametrize("path", ["/login", "/health", "/static/nexo.css", "/metrics", "/no/such/page"])
 def test_every_response_carries_the_security_headers(client, path):
-    headers = client.get(path).headers
+    with client.get(path) as response:  # a static file's response holds the file open until closed
+        headers = response.headers
     csp = {part.split(" ", 1)[0]: part.split(" ", 1)[1] for part in headers["Content-Security-Policy"].split("; ")}
     assert csp["default-src"] == "'self'" and csp["script-src"] == "'self'"
     assert "unsafe-inline" not in headers["Content-Security-Policy"]
