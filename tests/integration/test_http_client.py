@@ -80,19 +80,19 @@ def _raw_server(answer: bytes | None, *, interval_s: float = 0.0):
                 conn, _ = listener.accept()
             except OSError:
                 return
-            conn.recv(65536)
-            try:
-                if answer is None:
-                    time.sleep(30)
-                    answer_bytes = b""
-                else:
-                    answer_bytes = answer
-                for i in range(len(answer_bytes)):
-                    conn.sendall(answer_bytes[i : i + 1])
-                    time.sleep(interval_s)
-                conn.close()
-            except OSError:
-                pass
+            with conn:  # closed however the exchange ends (the client may hang up first)
+                conn.recv(65536)
+                try:
+                    if answer is None:
+                        time.sleep(30)
+                        answer_bytes = b""
+                    else:
+                        answer_bytes = answer
+                    for i in range(len(answer_bytes)):
+                        conn.sendall(answer_bytes[i : i + 1])
+                        time.sleep(interval_s)
+                except OSError:
+                    pass
 
     threading.Thread(target=serve, daemon=True).start()
     return listener, f"http://127.0.0.1:{listener.getsockname()[1]}/invoices"
@@ -315,8 +315,11 @@ def test_a_kept_alive_connection_to_a_destination_killed_and_restarted_is_not_an
         finally:
             second.kill()
             second.wait()
+            second.stdout.close()
     finally:
         client.close()
         if first.poll() is None:
             first.kill()
+            first.wait()
+        first.stdout.close()
     assert answers == [201, 201, 201]

@@ -64,6 +64,7 @@ events={",".join(supervisor_conf.LISTENER_EVENTS)}
                 break
             time.sleep(0.2)
     finally:
+        rpc("close")()  # the XML-RPC socket
         supervisord.terminate()
         supervisord.wait(timeout=15)
     # Each cycle: quick deaths backed off, then FATAL, then started again after the cool-down.
