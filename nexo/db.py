@@ -54,7 +54,8 @@ class Transaction:
 
 
 class OpensTransactions(Protocol):
-    """What create_order needs of its database: a Database, or the API's wrapper that bounds its lock waits."""
+    """What a use case that only opens transactions needs of its database (create_order, cancel_order,
+    dispatch_order, record_payment): a Database, or the API's wrapper that bounds its lock waits."""
 
     def transaction(self) -> AbstractContextManager[Transaction]:
         """Yield a Transaction that rolls back unless committed."""

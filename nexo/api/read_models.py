@@ -27,6 +27,12 @@ def visible_order(conn: Conn, order_id: UUID, user: User) -> dict | None:
     return _order_json(header)
 
 
+def order(conn: Conn, order_id: UUID) -> dict | None:
+    """The order JSON for a caller that has already checked who may see it (a use case did), or None."""
+    header = repo.order(conn, order_id)
+    return None if header is None else _order_json(header)
+
+
 def orders_page(
     conn: Conn, salesperson_id: int, *, status: OrderStatus | None, after: repo.Keyset | None, limit: int
 ) -> tuple[list[dict], repo.Keyset | None]:

@@ -78,14 +78,19 @@ Keyset = tuple[datetime, UUID]
 
 # --- order read models ---------------------------------------------------------------------------
 
-# Each order with its lines and events in the one row: a single statement for an order or a page,
-# whatever its size (the 201 of POST /api/v1/orders reads the order back with it).
+# Each order with its lines (and what of each was dispatched) and events in the one row: a single
+# statement for an order or a page, whatever its size (the 201 of POST /api/v1/orders reads it back).
 _ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
                     o.total_cents, o.created_at, o.salesperson_id,
                     coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
-                                                                'unit_price_cents', l.unit_price_cents)
+                                                                'unit_price_cents', l.unit_price_cents,
+                                                                'dispatched', coalesce(d.dispatched, 0))
                                               ORDER BY l.sku)
-                                FROM order_line l WHERE l.order_id = o.id), '[]') AS lines,
+                                FROM order_line l
+                                LEFT JOIN (SELECT sl.product_id, sum(sl.quantity) AS dispatched
+                                             FROM shipment s JOIN shipment_line sl ON sl.shipment_id = s.id
+                                            WHERE s.order_id = o.id GROUP BY sl.product_id) d ON d.product_id = l.product_id
+                               WHERE l.order_id = o.id), '[]') AS lines,
                     coalesce((SELECT json_agg(json_build_object('type', e.event_type, 'status', e.status)
                                               ORDER BY e.created_at, e.event_type)
                                 FROM outbox_event e WHERE e.aggregate_id = o.id), '[]') AS events"""
@@ -115,3 +120,15 @@ def orders_page(
         f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)} ORDER BY o.created_at DESC, o.id DESC LIMIT %s",
         [*params, limit],
     ).fetchall()
+
+
+# --- payment read model ---------------------------------------------------------------------------
+
+
+def payment(conn: Conn, payment_id: UUID) -> DictRow | None:
+    """One payment with its client's exposure now (the answer of POST /api/v1/clients/<id>/payments)."""
+    return conn.execute(
+        "SELECT p.id, p.client_id, p.amount_cents, p.reference, p.created_at, c.exposure_cents"
+        " FROM payment p JOIN client c ON c.id = p.client_id WHERE p.id = %s",
+        [payment_id],
+    ).fetchone()

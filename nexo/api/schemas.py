@@ -5,17 +5,35 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from nexo.credit.payments import MAX_AMOUNT_CENTS
+from nexo.orders.cancel import MAX_REASON
 from nexo.orders.commands import MAX_LINE_QUANTITY, MAX_LINES
-from nexo.states import OrderStatus
+from nexo.orders.dispatch import MAX_QUANTITY as MAX_SHIP_QUANTITY
+from nexo.states import BillingStatus, EventStatus, OrderStatus
 
 # No control characters (Unicode Cc: C0, DEL, C1) in any text an integration sends: they have no place
 # in a SKU, a warehouse code or a delivery method; the same set the forms refuse (nexo/form_input.py).
 _PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
 Printable = Annotated[StrictStr, Field(pattern=_PRINTABLE)]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must contain more than spaces")
+    return text.strip()
+
+
+# Free text a person reads later (a cancel's reason, a payment's reference): printable, not only spaces,
+# kept without the spaces around it.
+Said = Annotated[Printable, AfterValidator(_not_blank)]
+# The events of an order (ADR-004) and their cancellations (ADR-017); the CHECK on outbox_event.event_type.
+EventType = Literal["order.handoff_requested", "billing.intent_recorded", "order.handoff_cancelled", "billing.intent_cancelled"]
+# A payment's reference (a receipt, a transfer number): room for any bank's, not for a document.
+MAX_REFERENCE = 200
 
 
 class LineIn(BaseModel):
@@ -47,18 +65,20 @@ class OrdersQuery(BaseModel):
 
 
 class LineOut(BaseModel):
-    """A line of an order, at the list price charged."""
+    """A line of an order, at the list price charged, and how many of its units left the warehouse."""
 
     sku: str
     quantity: int
     unit_price_cents: int
+    dispatched: int
 
 
 class EventOut(BaseModel):
-    """An outbox event of the order (ADR-004): warehouse handoff or billing intent, and its status."""
+    """An outbox event of the order (ADR-004): the warehouse handoff, the billing intent and, after a cancel,
+    their cancellations (ADR-017); RETIRADO: withdrawn with the cancel, the destination never saw it."""
 
-    type: str
-    status: str
+    type: EventType
+    status: EventStatus
 
 
 class OrderOut(BaseModel):
@@ -66,7 +86,7 @@ class OrderOut(BaseModel):
 
     id: uuid.UUID
     status: OrderStatus
-    billing_status: str
+    billing_status: BillingStatus
     client_id: uuid.UUID
     deposit_id: str
     delivery_method: str | None
@@ -108,6 +128,74 @@ class Catalog(BaseModel):
     next_cursor: str | None = None
 
 
+class CancelIn(BaseModel):
+    """POST /api/v1/orders/{order_id}/cancel: why the order is withdrawn (kept in the audit log)."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: Annotated[Said, Field(min_length=1, max_length=MAX_REASON, description="Not only spaces; no control characters.")]
+
+
+class ShipLineIn(BaseModel):
+    """What left of one line: a SKU of the order and how many units (a JSON integer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    sku: Annotated[Printable, Field(min_length=1, max_length=40)]
+    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_SHIP_QUANTITY)]
+
+
+class ShipmentIn(BaseModel):
+    """POST /api/v1/orders/{order_id}/shipments: what left the warehouse, per line, each SKU once."""
+
+    model_config = ConfigDict(extra="forbid")
+    lines: Annotated[list[ShipLineIn], Field(min_length=1, max_length=MAX_LINES)]
+
+
+class ShippedLine(BaseModel):
+    """A line of a shipment."""
+
+    sku: str
+    quantity: int
+
+
+class ShipmentOut(BaseModel):
+    """A shipment: what left the warehouse for an order, once."""
+
+    id: uuid.UUID
+    order_id: uuid.UUID
+    lines: list[ShippedLine]
+    created_at: datetime
+
+
+class PaymentIn(BaseModel):
+    """POST /api/v1/clients/{client_id}/payments: what the client paid, in cents, and its reference."""
+
+    model_config = ConfigDict(extra="forbid")
+    # A JSON integer of cents: 1234.56 (pesos) or "123456" is refused rather than guessed at.
+    amount_cents: Annotated[StrictInt, Field(ge=1, le=MAX_AMOUNT_CENTS)]
+    reference: Annotated[
+        Said, Field(min_length=1, max_length=MAX_REFERENCE, description="The receipt or transfer; not only spaces.")
+    ]
+
+
+class PaymentOut(BaseModel):
+    """A payment, and the client's exposure now (what it still owes, after this payment and any since)."""
+
+    id: uuid.UUID
+    client_id: uuid.UUID
+    amount_cents: int
+    reference: str
+    created_at: datetime
+    exposure_cents: int
+
+
+class RemainingLine(BaseModel):
+    """exceeds_remaining: a line asked for more units than remain to dispatch."""
+
+    sku: str
+    quantity: int
+    remaining: int
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details; `reason` is one of CONTRACT.md's words, `errors` only for invalid_request."""
 
@@ -117,3 +205,5 @@ class Problem(BaseModel):
     detail: str
     reason: str
     errors: dict[str, list[str]] | None = None
+    remaining: list[RemainingLine] | None = None  # exceeds_remaining only
+    exposure_cents: int | None = None  # payment_exceeds_exposure only: what the client owes now

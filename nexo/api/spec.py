@@ -8,11 +8,13 @@ headers, the problem+json media type of errors) are added here, in one place, by
 from __future__ import annotations
 
 import copy
+import threading
 
+from flask import current_app
 from spectree import Response, SecurityScheme, SecuritySchemeData, SpecTree
 from spectree.models import SecureType
 
-from nexo.api.problems import PROBLEM_JSON, ApiProblem
+from nexo.api.problems import PROBLEM_JSON, REASONS, ApiProblem
 from nexo.api.schemas import Problem
 
 
@@ -45,7 +47,9 @@ api_spec = SpecTree(
     description=(
         "Orders for integrations (web shop, B2B portal, EDI gateway) with the order form's "
         "guarantees: one order per Idempotency-Key and intent, prices from the server, credit "
-        "and stock decided in one transaction. Errors are RFC 9457 problem+json with a `reason`."
+        "and stock decided in one transaction. The rest of an order's life too: cancel it, record "
+        "what left the warehouse (shipments), record a client's payments, each applied once per "
+        "Idempotency-Key. Errors are RFC 9457 problem+json with a `reason`."
     ),
     security_schemes=[
         SecurityScheme(
@@ -72,45 +76,75 @@ def responses(**by_status) -> Response:
 
 
 _HEADER_DOCS = {
-    "Location": "The order's URL (/api/v1/orders/<id>).",
+    "Location": "The URL of what was created: the order, or the shipment.",
     "Idempotent-Replayed": "`true` when this answer replays the first request with the same Idempotency-Key.",
     "Retry-After": "Seconds to wait before trying again.",
 }
+# (path or "*", method, status) -> the headers that answer may carry.
 _RESPONSE_HEADERS = {
-    ("post", "201"): ("Location", "Idempotent-Replayed"),
-    ("post", "409"): ("Retry-After",),
-    ("*", "429"): ("Retry-After",),
-    ("*", "503"): ("Retry-After",),
+    ("/api/v1/orders", "post", "201"): ("Location", "Idempotent-Replayed"),
+    ("/api/v1/orders/{order_id}/shipments", "post", "201"): ("Location", "Idempotent-Replayed"),
+    ("/api/v1/clients/{client_id}/payments", "post", "201"): ("Idempotent-Replayed",),
+    ("/api/v1/orders", "post", "409"): ("Retry-After",),
+    ("/api/v1/orders/{order_id}/shipments", "post", "409"): ("Retry-After",),
+    ("/api/v1/clients/{client_id}/payments", "post", "409"): ("Retry-After",),
+    ("*", "*", "429"): ("Retry-After",),
+    ("*", "*", "503"): ("Retry-After",),
 }
+# The writes an integration retries: each needs an Idempotency-Key (ADR-015).
+IDEMPOTENT_PATHS = {"/api/v1/orders", "/api/v1/orders/{order_id}/shipments", "/api/v1/clients/{client_id}/payments"}
 IDEMPOTENCY_KEY_PARAMETER = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": True,
     "description": (
-        "A UUID chosen by the client for one intent and sent again, unchanged, on every retry "
-        "of it (IETF httpapi Idempotency-Key; a quoted sf-string is accepted). The browser form's "
-        "request_id and this key are one key space. See docs/adr/ADR-015."
+        "A UUID chosen by the client for one order, shipment or payment and sent again, unchanged, on every "
+        "retry of it (IETF httpapi Idempotency-Key; a quoted sf-string is accepted). For orders, the browser "
+        "form's request_id and this key are one key space. See docs/adr/ADR-015."
     ),
     "schema": {"type": "string", "format": "uuid"},
 }
 
 
 def document(base: dict) -> dict:
-    """The generated document completed with headers and the problem+json media type."""
+    """The generated document completed with headers, the problem+json media type and every reason."""
     doc = copy.deepcopy(base)
     doc["info"]["description"] = api_spec.config.description
+    # Every `reason` the API answers, so a client can switch on them (CONTRACT.md's words).
+    doc["components"]["schemas"]["Problem"]["properties"]["reason"]["enum"] = list(REASONS)
     for path, operations in doc["paths"].items():
         for method, operation in operations.items():
             if path == "/api/v1/openapi.json":
                 operation["security"] = []
-            if method == "post" and path == "/api/v1/orders":
+            if method == "post" and path in IDEMPOTENT_PATHS:
                 operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY_PARAMETER)
             for status, response in operation.get("responses", {}).items():
                 if status.startswith(("4", "5")) and "application/json" in response.get("content", {}):
                     response["content"] = {PROBLEM_JSON: response["content"].pop("application/json")}
-                names = _RESPONSE_HEADERS.get((method, status), ()) + _RESPONSE_HEADERS.get(("*", status), ())
+                names = tuple(
+                    name
+                    for (where, verb, code), headers in _RESPONSE_HEADERS.items()
+                    if where in ("*", path) and verb in ("*", method) and code == status
+                    for name in headers
+                )
                 if names:
                     response["headers"] = {
                         name: {"description": _HEADER_DOCS[name], "schema": {"type": "string"}} for name in names
                     }
+    return doc
+
+
+_BUILDING = threading.Lock()
+
+
+def document_of() -> dict:
+    """The current app's document, built once, under a lock: spectree builds its spec on first use and moves the
+    nested models out of its cache as it does, so a second build running at the same moment (the first
+    requests of a threaded worker) would publish a document whose $refs point nowhere."""
+    doc = current_app.extensions.get("nexo.api_openapi")
+    if doc is None:
+        with _BUILDING:
+            doc = current_app.extensions.get("nexo.api_openapi")
+            if doc is None:
+                doc = current_app.extensions["nexo.api_openapi"] = document(api_spec.spec)
     return doc

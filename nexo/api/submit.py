@@ -7,44 +7,18 @@ long a retry waits for the first request with its key, and maps the use case's o
 
 from __future__ import annotations
 
-import logging
 import uuid
-from contextlib import contextmanager
 
 from flask import g
-from psycopg.errors import LockNotAvailable
 
 from nexo.api import read_models
 from nexo.api.http import json_response
 from nexo.api.keys import Principal
+from nexo.api.lock_wait import BoundedLockWait, lock_waits_answered
 from nexo.api.problems import ApiProblem
 from nexo.api.schemas import OrderIn
-from nexo.db import Database
 from nexo.extensions import get_db, get_wakeup
 from nexo.orders import commands, service
-
-log = logging.getLogger(__name__)
-
-# How long a request waits for a lock inside the order transaction. The lock that matters is the one a
-# retry takes on its Idempotency-Key while the first request with that key is still running (ADR-007's
-# claim): an order transaction lasts milliseconds, so 2 s covers any healthy first request (the retry
-# then replays it) and bounds a stuck one (→ 409 request_in_progress), see ADR-015.
-LOCK_WAIT_MS = 2000
-RETRY_AFTER_S = "1"
-
-
-class _BoundedLockWait:
-    """The Database create_order runs on, with every lock wait of its transaction bounded."""
-
-    def __init__(self, db: Database, lock_wait_ms: int) -> None:
-        self._db, self._lock_wait_ms = db, lock_wait_ms
-
-    @contextmanager
-    def transaction(self):
-        """db.transaction() with `SET LOCAL lock_timeout` first (it ends with the transaction)."""
-        with self._db.transaction() as tx:
-            tx.execute("SELECT set_config('lock_timeout', %s, true)", [f"{self._lock_wait_ms}ms"])
-            yield tx
 
 
 def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
@@ -59,22 +33,9 @@ def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
         correlation_id=g.get("request_id"),
         api_key_id=principal.key_id,
     )
-    try:
-        result = service.create_order(_BoundedLockWait(get_db(), LOCK_WAIT_MS), cmd, get_wakeup())
-    except LockNotAvailable as exc:
-        # Nothing was kept (the transaction rolled back). Which lock: the key's, or a stock/credit row.
-        if "idempotency_keys" in (exc.diag.context or ""):
-            raise ApiProblem(
-                "request_in_progress",
-                "A request with this Idempotency-Key is still being processed; send the same request again after Retry-After.",
-                headers={"Retry-After": RETRY_AFTER_S},
-            ) from None
-        log.warning("api order request=%s waited over %d ms for a row lock: %s", key, LOCK_WAIT_MS, exc.diag.context)
-        raise ApiProblem(
-            "unavailable",
-            "Nexo is too busy to take this order now; nothing was kept. Send the same request again after Retry-After.",
-            headers={"Retry-After": RETRY_AFTER_S},
-        ) from None
+    # Waits on the key's claim are bounded: a stuck first request → 409, a stuck stock or client row → 503.
+    with lock_waits_answered("order", claim_relation="idempotency_keys"):
+        result = service.create_order(BoundedLockWait(get_db()), cmd, get_wakeup())
     return _respond(principal, key, result)
 
 

@@ -1,21 +1,32 @@
-"""The Orders API routes (CONTRACT.md "Orders API"): thin views over the order form's use case."""
+"""The Orders API routes (CONTRACT.md "Orders API", "Order lifecycle"): thin views over the use cases the
+pages run too (nexo/api/submit.py for orders, nexo/api/lifecycle.py for cancel, shipments, payments)."""
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
-from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, g, request
 
-from nexo.api import keys, problems, read_models
+from nexo.api import access, lifecycle, problems, read_models
+from nexo.api.cursors import decode_order_cursor, decode_sku_cursor, encode_order_cursor, encode_sku_cursor
 from nexo.api.http import json_response
 from nexo.api.problems import ApiProblem
-from nexo.api.repository import Keyset
-from nexo.api.schemas import Catalog, CatalogQuery, OrderIn, OrderOut, OrderPage, OrdersQuery, Problem
-from nexo.api.spec import api_spec, document, responses
+from nexo.api.schemas import (
+    CancelIn,
+    Catalog,
+    CatalogQuery,
+    OrderIn,
+    OrderOut,
+    OrderPage,
+    OrdersQuery,
+    PaymentIn,
+    PaymentOut,
+    Problem,
+    ShipmentIn,
+    ShipmentOut,
+)
+from nexo.api.spec import api_spec, document_of, responses
 from nexo.api.submit import submit_order
 from nexo.extensions import csrf, get_db
 
@@ -23,62 +34,7 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 # A bearer key is not sent by a browser on its own, so there is no cross-site request to forge.
 csrf.exempt(bp)
 
-# An order of MAX_LINES lines is a few KiB; 2,000 lines (~70 KiB) still reach the schema's precise error.
-MAX_BODY_BYTES = 128 * 1024
-# Endpoint -> the permission its key's user needs; get_order checks who may see the order itself.
-PERMISSIONS = {"api.create_order": "orders.create", "api.list_orders": "orders.create", "api.catalog": "orders.create"}
-PUBLIC = {"api.openapi"}
-
-
-@bp.before_request
-def authenticate():
-    """Bearer key only (never the session cookie), then permission, then the POST's preconditions."""
-    request.max_content_length = MAX_BODY_BYTES
-    if request.endpoint in PUBLIC:
-        return
-    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    principal = keys.authenticate(get_db(), presented.strip()) if scheme.lower() == "bearer" else None
-    if principal is None:
-        raise ApiProblem(
-            "unauthorized",
-            "Send a live API key as `Authorization: Bearer <key>`; a session cookie is not accepted here.",
-            headers={"WWW-Authenticate": 'Bearer realm="nexo"'},
-        )
-    g.api_principal = principal
-    permission = PERMISSIONS.get(request.endpoint or "")
-    if permission and not principal.user.can(permission):
-        raise ApiProblem("forbidden", f"The key's user ({principal.user.username}) lacks {permission}.")
-    if request.endpoint == "api.create_order":
-        g.idempotency_key = _idempotency_key()
-        _require_json_object()
-
-
-def _idempotency_key() -> uuid.UUID:
-    raw = request.headers.get("Idempotency-Key")
-    if raw is None:
-        raise ApiProblem(
-            "idempotency_key_missing",
-            "POST /api/v1/orders needs an Idempotency-Key header: a UUID "
-            "you create once per order and send again on every retry of it.",
-        )
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        raw = raw[1:-1]  # the draft's sf-string form: "8e03978e-…"
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise ApiProblem(
-            "invalid_request",
-            "The Idempotency-Key must be a UUID.",
-            errors={"Idempotency-Key": ["Must be a UUID, e.g. 8e03978e-40d5-43e8-bc93-6894a57f9324."]},
-        ) from None
-
-
-def _require_json_object() -> None:
-    if request.mimetype != "application/json":
-        raise ApiProblem("unsupported_media_type", "Send the order as `Content-Type: application/json`.")
-    if request.get_json(silent=True) is None:
-        raise ApiProblem("invalid_request", "The body is not valid JSON.", errors={"body": ["Not valid JSON."]})
+bp.before_request(access.check_request)
 
 
 def _validated() -> Any:
@@ -129,10 +85,10 @@ def get_order(order_id: uuid.UUID):
 def list_orders():
     """The key's user's orders, newest first, `limit` per page; pass `next_cursor` as `cursor` for the next."""
     query: OrdersQuery = _validated().query
-    after = _decode_cursor(query.cursor) if query.cursor else None
+    after = decode_order_cursor(query.cursor) if query.cursor else None
     with get_db().reading_one() as conn:
         orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after, limit=query.limit)
-    return json_response({"orders": orders, "next_cursor": _encode_cursor(last) if last else None})
+    return json_response({"orders": orders, "next_cursor": encode_order_cursor(last) if last else None})
 
 
 @bp.get("/catalog")
@@ -144,65 +100,119 @@ def catalog():
     `next_cursor` as `cursor`, with the same `q`, for the next page).
     """
     query: CatalogQuery = _validated().query
-    after = _decode_sku_cursor(query.cursor) if query.cursor else None
+    after = decode_sku_cursor(query.cursor) if query.cursor else None
     with get_db().reading_one() as conn:  # one statement: no BEGIN, no ROLLBACK
         items, last = read_models.catalog(conn, text=query.q or "", after=after, limit=query.limit)
-    return json_response({"items": items, "next_cursor": _encode_sku_cursor(last) if last else None})
+    return json_response({"items": items, "next_cursor": encode_sku_cursor(last) if last else None})
+
+
+@bp.post("/orders/<uuid:order_id>/cancel")
+@api_spec.validate(
+    json=CancelIn,
+    resp=responses(
+        HTTP_200=(OrderOut, "Cancelled now, or already ANULADO before: the order as it is now."),
+        HTTP_400=(Problem, "invalid_request: no reason, only spaces, control characters, over 500 characters."),
+        HTTP_404=(Problem, "not_found: no such order, or another salesperson's."),
+        HTTP_409=(Problem, "order_not_cancellable: RECHAZADO, or something was already dispatched."),
+        HTTP_413=Problem,
+        HTTP_415=Problem,
+    ),
+    tags=["order lifecycle"],
+)
+def cancel_order(order_id: uuid.UUID):
+    """Cancel an order that nothing has left the warehouse of (CONFIRMADO or PENDIENTE_AUTORIZACION).
+
+    The key's user must be the order's salesperson or hold orders.cancel (credit, the owner); anyone
+    else gets 404, as for reading it. In one transaction: ANULADO, every unit it reserved released,
+    its credit charge given back to the client, the cancellations sent to the warehouse and the fiscal
+    provider (order.handoff_cancelled, billing.intent_cancelled; an event that had not left yet is
+    withdrawn instead: RETIRADO), an audit row naming the key and the reason. Cancelling an ANULADO
+    order again answers 200 with it and releases nothing twice, so a retry is safe without a key.
+    """
+    return lifecycle.cancel_order(g.api_principal, order_id, _validated().json)
+
+
+@bp.post("/orders/<uuid:order_id>/shipments")
+@api_spec.validate(
+    json=ShipmentIn,
+    resp=responses(
+        HTTP_201=(ShipmentOut, "The shipment; Idempotent-Replayed: true when it is the one this key already made."),
+        HTTP_400=(
+            Problem,
+            "idempotency_key_missing; invalid_request with errors: a quantity that is not a JSON integer from 1, "
+            "a SKU not pending in the order, a SKU twice, a bad Idempotency-Key.",
+        ),
+        HTTP_404=(Problem, "not_found: no such order."),
+        HTTP_409=(
+            Problem,
+            "order_not_dispatchable: not CONFIRMADO or DESPACHADO_PARCIAL; request_in_progress (Retry-After).",
+        ),
+        HTTP_413=Problem,
+        HTTP_415=Problem,
+        HTTP_422=(
+            Problem,
+            "exceeds_remaining: more than remains of a line (remaining lists them); "
+            "idempotency_key_reused: the key made another shipment.",
+        ),
+    ),
+    tags=["order lifecycle"],
+)
+def create_shipment(order_id: uuid.UUID):
+    """Record what left the warehouse for a confirmed order (warehouse.dispatch).
+
+    In one transaction: the shipment and its lines, the order's firm reservation consumed for those
+    units (on hand and reserved both go down), the order DESPACHADO_PARCIAL or, once nothing remains,
+    DESPACHADO, an audit row naming the key. Any refusal keeps nothing. The same Idempotency-Key with
+    the same body again → the same shipment, 201 with Idempotent-Replayed: true, nothing dispatched
+    twice; with another body → 422 idempotency_key_reused. A request that waits over 2 s for a row
+    another one holds → 409 request_in_progress (its key) or 503 (the order), with Retry-After.
+    """
+    return lifecycle.ship(g.api_principal, order_id, g.idempotency_key, _validated().json)
+
+
+@bp.get("/orders/<uuid:order_id>/shipments/<uuid:shipment_id>")
+@api_spec.validate(resp=responses(HTTP_200=ShipmentOut, HTTP_404=Problem), tags=["order lifecycle"])
+def get_shipment(order_id: uuid.UUID, shipment_id: uuid.UUID):
+    """One shipment of the order (warehouse.dispatch): where a shipment's Location points."""
+    return lifecycle.shipment(order_id, shipment_id)
+
+
+@bp.post("/clients/<uuid:client_id>/payments")
+@api_spec.validate(
+    json=PaymentIn,
+    resp=responses(
+        HTTP_201=(PaymentOut, "The payment; Idempotent-Replayed: true when it is the one this key already made."),
+        HTTP_400=(
+            Problem,
+            "idempotency_key_missing; invalid_request with errors: an amount that is not a JSON integer of cents "
+            "from 1, an empty reference, a bad Idempotency-Key.",
+        ),
+        HTTP_404=(Problem, "not_found: no such client."),
+        HTTP_409=(Problem, "request_in_progress: the first request with this key is still running (Retry-After)."),
+        HTTP_413=Problem,
+        HTTP_415=Problem,
+        HTTP_422=(
+            Problem,
+            "payment_exceeds_exposure: more than the client owes (exposure_cents says how much); "
+            "idempotency_key_reused: the key made another payment.",
+        ),
+    ),
+    tags=["payments"],
+)
+def create_payment(client_id: uuid.UUID):
+    """Record a client's payment (credit.authorize), for an accounting system.
+
+    In one transaction: the payment, the client's exposure lowered by it (never below zero), an audit
+    row naming the key. exposure_cents in the answer is what the client owes now. Whether the payment
+    lets a waiting order through is still the credit officer's decision. The same Idempotency-Key with
+    the same body again → the same payment, 201 with Idempotent-Replayed: true, the exposure lowered
+    once; with another body → 422 idempotency_key_reused.
+    """
+    return lifecycle.pay(g.api_principal, client_id, g.idempotency_key, _validated().json)
 
 
 @bp.get("/openapi.json")
 @api_spec.validate(resp=responses(HTTP_200=None), tags=["meta"], skip_validation=True)
 def openapi():
     """This document (OpenAPI 3.1)."""
-    doc = current_app.extensions.get("nexo.api_openapi")
-    if doc is None:
-        doc = current_app.extensions["nexo.api_openapi"] = document(api_spec.spec)
-    return json_response(doc)
-
-
-# Cursors are opaque to clients: base64url of a small JSON array. Orders page by (created_at, id),
-# the catalog by SKU; a cursor of one list is refused by the other.
-
-
-def _encode_cursor(last: Keyset) -> str:
-    created_at, order_id = last
-    return _opaque([created_at.isoformat(), str(order_id)])
-
-
-def _decode_cursor(cursor: str) -> Keyset:
-    try:
-        created_at, order_id = _unwrap(cursor)
-        return datetime.fromisoformat(created_at), uuid.UUID(order_id)
-    except (ValueError, TypeError, AttributeError):
-        raise _unknown_cursor() from None
-
-
-def _encode_sku_cursor(sku: str) -> str:
-    return _opaque(["sku", sku])
-
-
-def _decode_sku_cursor(cursor: str) -> str:
-    try:
-        tag, sku = _unwrap(cursor)
-    except (ValueError, TypeError):
-        raise _unknown_cursor() from None
-    if tag != "sku" or not isinstance(sku, str):
-        raise _unknown_cursor()
-    return sku
-
-
-def _opaque(values: list) -> str:
-    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
-
-
-def _unwrap(cursor: str):
-    # Raises ValueError for what is not base64 (binascii.Error is one) or not JSON.
-    return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-
-
-def _unknown_cursor() -> ApiProblem:
-    return ApiProblem(
-        "invalid_request",
-        "Unknown cursor: pass next_cursor from the previous page as is.",
-        errors={"cursor": ["Not a cursor this API issued."]},
-    )
+    return json_response(document_of())

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nexo import audit
-from nexo.db import Conn, Database, one_row
+from nexo.db import Conn, Database, OpensTransactions, one_row
 
 log = logging.getLogger(__name__)
 MAX_AMOUNT_CENTS = 10**15  # an input sanity bound (ten trillion pesos), not a business rule
@@ -86,7 +86,7 @@ def payment_hash(cmd: RecordPayment) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def record_payment(db: Database, cmd: RecordPayment) -> PaymentResult:
+def record_payment(db: OpensTransactions, cmd: RecordPayment) -> PaymentResult:
     """Record the payment (see the module docstring)."""
     if not 0 < cmd.amount_cents <= MAX_AMOUNT_CENTS or not cmd.reference.strip():
         raise ValueError("a payment needs an amount from 1 cent and a reference")  # the forms refuse it first

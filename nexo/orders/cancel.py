@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nexo import audit
-from nexo.db import Conn, Database
+from nexo.db import Conn, OpensTransactions
 from nexo.orders import repository as repo
 from nexo.outbox.order_events import cancel_order_events
 from nexo.outbox.wakeup import Wakeup
@@ -81,7 +81,7 @@ class NotFound:
 CancelResult = Cancelled | AlreadyCancelled | NotCancellable | NotFound
 
 
-def cancel_order(db: Database, cmd: CancelOrder, wakeup: Wakeup | None = None) -> CancelResult:
+def cancel_order(db: OpensTransactions, cmd: CancelOrder, wakeup: Wakeup | None = None) -> CancelResult:
     """Cancel the order (see the module docstring); the relay is rung after the commit (ADR-004)."""
     reason = cmd.reason.strip()
     if not reason or len(reason) > MAX_REASON:

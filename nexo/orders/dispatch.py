@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nexo import audit
-from nexo.db import Conn, Database
+from nexo.db import Conn, OpensTransactions
 from nexo.orders import repository as repo
 from nexo.orders import shipments
 from nexo.orders.fingerprint import normalise_sku
@@ -122,7 +122,7 @@ def request_hash(order_id: uuid.UUID, lines: tuple[ShipLine, ...] | None) -> str
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def dispatch_order(db: Database, cmd: DispatchOrder) -> DispatchResult:
+def dispatch_order(db: OpensTransactions, cmd: DispatchOrder) -> DispatchResult:
     """Record the shipment (see the module docstring); every refusal leaves nothing behind."""
     invalid = _validate(cmd.lines)
     if invalid:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from jsonschema import Draft202012Validator
 
 from nexo.api import keys
+from nexo.books import read_books
 from tests.integration.order_helpers import client_id
 
 _PATH_PARAM = re.compile(r"\{[^}]+\}")
@@ -44,11 +47,49 @@ class Api:
         headers.update(kwargs.pop("headers", {}))
         return self.call("post", "/api/v1/orders", json=body, headers=headers, **kwargs)
 
+    def cancel(self, order_id, reason="el cliente llamó para anularlo", **kwargs) -> requests.Response:
+        return self.call("post", f"/api/v1/orders/{order_id}/cancel", json={"reason": reason}, **kwargs)
+
+    def ship(self, order_id, lines, key=None, **kwargs) -> requests.Response:
+        body = {"lines": [{"sku": sku, "quantity": qty} for sku, qty in lines]}
+        headers = {"Idempotency-Key": str(key or uuid.uuid4()), **kwargs.pop("headers", {})}
+        return self.call("post", f"/api/v1/orders/{order_id}/shipments", json=body, headers=headers, **kwargs)
+
+    def pay(self, client, amount_cents, reference="transferencia 0001", key=None, **kwargs) -> requests.Response:
+        body = {"amount_cents": amount_cents, "reference": reference}
+        headers = {"Idempotency-Key": str(key or uuid.uuid4()), **kwargs.pop("headers", {})}
+        return self.call("post", f"/api/v1/clients/{client}/payments", json=body, headers=headers, **kwargs)
+
     def call(self, method: str, path: str, **kwargs) -> requests.Response:
         kwargs.setdefault("timeout", 30)
         response = self.http.request(method.upper(), self.base + path, **kwargs)
         assert_documented(spec_of(self.base), method, path.split("?", maxsplit=1)[0], response)
         return response
+
+
+def api_order(db, base_url: str, lines, *, seller: str = "vendedor1", client: str = "Corralón del Sur") -> dict:
+    """A new order through the API, as `seller`; its JSON."""
+    response = Api(base_url, new_key(db, seller)).post_order(order_body(db, lines, client=client), uuid.uuid4())
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def post_all_at_once(calls) -> list:
+    """Run every zero-argument call at the same moment (one barrier), each on its own thread."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def books_hold(db) -> None:
+    """Stock and credit add up (nexo.books, what `flask check` runs)."""
+    failed = [finding for finding in read_books(db) if not finding.ok]
+    assert failed == [], failed
 
 
 @functools.cache

@@ -4,33 +4,19 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import psycopg
 import requests
 
-from tests.e2e.api_support import Api, new_key, order_body
+from tests.e2e.api_support import Api, new_key, order_body, post_all_at_once
 from tests.e2e.order_forms import form_data, order_id_from
 from tests.helpers import http_login
 from tests.integration.order_helpers import count, stock
 
 PLATINO = "Ferretería Platino SA"
-
-
-def post_all_at_once(calls) -> list:
-    """Run every zero-argument call at the same moment (one barrier), each on its own thread."""
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        barrier.wait()
-        return call()
-
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 def test_twenty_simultaneous_posts_with_one_key_make_one_order_and_all_get_it(live_server, db):
@@ -65,7 +51,7 @@ def test_a_retry_after_a_dropped_response_replays_the_order_without_a_second_eff
     assert retry.status_code == 201 and retry.headers["Idempotent-Replayed"] == "true"
     assert retry.headers["Location"] == f"/api/v1/orders/{retry.json()['id']}"
     assert retry.json()["status"] == "CONFIRMADO" and retry.json()["lines"] == [
-        {"sku": "CAB-045", "quantity": 40, "unit_price_cents": 890000}
+        {"sku": "CAB-045", "quantity": 40, "unit_price_cents": 890000, "dispatched": 0}
     ]
     assert count(db, "SELECT count(*) FROM orders") == 1
     assert stock(db, "CAB-045") == {"on_hand": 40, "reserved": 40}

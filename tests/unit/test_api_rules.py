@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from flask import Flask
 
 from nexo.api import keys, problems
+from nexo.api.cursors import decode_order_cursor, encode_order_cursor
 from nexo.api.spec import field_errors
-from nexo.api.views import _decode_cursor, _encode_cursor
 
 
 def test_pydantic_locations_become_readable_field_paths():
@@ -25,9 +25,9 @@ def test_pydantic_locations_become_readable_field_paths():
 
 def test_a_cursor_round_trips_and_is_opaque_url_safe_text():
     last = (datetime(2026, 11, 30, 9, 14, 0, 123456, tzinfo=UTC), uuid.uuid4())
-    cursor = _encode_cursor(last)
+    cursor = encode_order_cursor(last)
     assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-    assert _decode_cursor(cursor) == last
+    assert decode_order_cursor(cursor) == last
 
 
 def test_a_problem_has_the_rfc9457_members_and_the_contract_reason():
