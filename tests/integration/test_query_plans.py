@@ -149,15 +149,25 @@ def _exercise(app, db, recorder):
         "next_cursor"
     ]
     _api(api, recorder, "GET /api/v1/catalog?q next page", "GET", f"/api/v1/catalog?q=GRW-0002&limit=20&cursor={cursor}", key)
-    _api(
-        api,
-        recorder,
-        "POST /api/v1/orders",
-        "POST",
-        "/api/v1/orders",
-        key,
-        {"client_id": str(grown_client), "deposit_id": "CEN", "lines": [{"sku": "GRW-000012", "quantity": 1}]},
-    )
+    placed = [
+        _api(
+            api,
+            recorder,
+            "POST /api/v1/orders",
+            "POST",
+            "/api/v1/orders",
+            key,
+            {"client_id": str(grown_client), "deposit_id": "CEN", "lines": [{"sku": sku, "quantity": 1}]},
+        ).get_json()["id"]
+        for sku in ("GRW-000012", "GRW-000013")
+    ]
+    _api(api, recorder, "POST /api/v1/orders/<id>/cancel", "POST", f"/api/v1/orders/{placed[0]}/cancel", key, {"reason": "x"})
+    warehouse = keys.create_key(db, name="plans-warehouse", username="sergio", actor="test")
+    shipment = f"/api/v1/orders/{placed[1]}/shipments"
+    _api(api, recorder, "POST shipments", "POST", shipment, warehouse, {"lines": [{"sku": "GRW-000013", "quantity": 1}]})
+    accounting = keys.create_key(db, name="plans-accounting", username="laura", actor="test")
+    payment = {"amount_cents": 1, "reference": "plan"}
+    _api(api, recorder, "POST payments", "POST", f"/api/v1/clients/{grown_client}/payments", accounting, payment)
     cursor = _api(api, recorder, "GET /api/v1/orders", "GET", "/api/v1/orders?limit=5", key).get_json()["next_cursor"]
     _api(api, recorder, "GET /api/v1/orders next page", "GET", f"/api/v1/orders?limit=5&status=CONFIRMADO&cursor={cursor}", key)
     _api(api, recorder, "GET /api/v1/orders/<id>", "GET", f"/api/v1/orders/{own_order}", key)
