@@ -83,7 +83,8 @@ STATEMENTS = [
         "stock_level",
         f"""
         INSERT INTO stock_level (product_id, warehouse_id, on_hand, opening_on_hand)
-        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000, 1000000000 FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
+        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000, 1000000000
+          FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
     ),
     (
         "orders",
