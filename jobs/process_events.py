@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import sys
 
 from supervisor import childutils
@@ -49,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"nexo process_events: configuration error: {exc}", file=sys.stderr)
         return 2
-    db = Database(settings.database_url, max_size=1, timeout_s=3, name="process_events")
-    recorder = ProcessEventRecorder(db, socket.gethostname(), start_process, all_processes, cooldown_s=args.fatal_retry_s)
+    db = Database(
+        settings.database_url, max_size=1, timeout_s=3, name="process_events", connect_kwargs=settings.database.connect_kwargs()
+    )
+    recorder = ProcessEventRecorder(db, settings.fleet.host_id, start_process, all_processes, cooldown_s=args.fatal_retry_s)
     # A program may have gone FATAL while no listener ran (this one restarting): check before the first tick.
     try:
         recorder.revive_fatal()

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         log.error("retention not started: %s", exc)
         return 2
-    db = Database(settings.database_url, max_size=2, name="retention")
+    db = Database(settings.database_url, max_size=2, name="retention", connect_kwargs=settings.database.connect_kwargs())
     try:
         if args.every is None:
             return 1 if run_retention(db, settings).failures else 0

@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 
-from nexo.extensions import make_redis
+from nexo.extensions import redis_for
 from nexo.observability import configure_logging
 from nexo.outbox import relay, sweeper
 from nexo.outbox.wakeup import Wakeup
@@ -41,7 +41,7 @@ def main() -> int:
         cadence.delivery_timeout_s,
     )
     try:
-        sweeper.run_forever(ctx, Wakeup(make_redis(settings.redis_url), settings), stop)
+        sweeper.run_forever(ctx, Wakeup(redis_for(settings), settings), stop)
     finally:
         ctx.close()
     log.info("sweeper %s: stopped", ctx.worker)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 import time
 import uuid
@@ -21,6 +20,7 @@ import redis
 from rq import SimpleWorker, Worker
 
 from jobs import deliver
+from nexo.extensions import redis_for
 from nexo.observability import configure_logging
 from nexo.outbox import relay
 from nexo.settings import Settings, SettingsError
@@ -67,7 +67,8 @@ def main() -> int:
     if kind == "simple":
         deliver.use_context(relay.build_context(settings, "worker"))  # once, for every job of this process
     worker_class = _relay_worker(WORKER_CLASSES[kind], settings)
-    connection = redis.Redis.from_url(settings.redis_url)
+    # No socket timeout: rq's blocking pop waits longer than any fail-fast one (it sets its own).
+    connection = redis_for(settings, socket_timeout=None)
     log.info(
         "relay worker (%s) on queue %s; job timeout %.1f s, lease %.1f s",
         kind,
@@ -77,7 +78,7 @@ def main() -> int:
     )
     while not _stopping:
         # A fresh name each time: a worker that lost Redis could not deregister its old one.
-        name = f"relay-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        name = f"relay-{settings.fleet.host_id}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
             worker_class([queue], connection=connection, name=name).work(logging_level="INFO")
         except (redis.RedisError, ValueError) as exc:

@@ -75,7 +75,9 @@ def create_app(settings: Settings | None = None, test_config: dict[str, Any] | N
     demo.init_app(app)  # flask demo load
     # After every blueprint: security wraps the views marked for the login limits and builds the limiter
     # the API's per-key limit uses.
-    security.init_app(app, settings.security, settings.redis_url)
+    security.init_app(
+        app, settings.security, settings.redis_url, settings.fleet.redis_sentinels, settings.fleet.redis_sentinel_master
+    )
     api.limit_per_key(app, settings.security)
-    metrics.init_app(settings.database_url)
+    metrics.init_app(settings.database_url, settings.database.connect_kwargs())
     return app

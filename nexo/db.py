@@ -73,8 +73,11 @@ class Database:
         timeout_s: float = 5.0,
         name: str = "nexo",
         configure: Callable[[Conn], None] | None = None,
+        connect_kwargs: dict | None = None,
     ):
         self.url = url
+        # prepare_threshold, keepalives, tcp_user_timeout (DatabaseTuning.connect_kwargs, ADR-019)
+        self.connect_kwargs = dict(connect_kwargs or {})
         self.max_size = max_size
         self.timeout_s = timeout_s
         self.name = name
@@ -98,7 +101,11 @@ class Database:
                         timeout=self.timeout_s,
                         check=check_lent_connection,
                         configure=self.configure,
-                        kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(self.timeout_s))},
+                        kwargs={
+                            **self.connect_kwargs,
+                            "row_factory": dict_row,
+                            "connect_timeout": max(1, int(self.timeout_s)),
+                        },
                         name=f"{self.name}-{os.getpid()}",
                         open=False,
                     )

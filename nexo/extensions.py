@@ -7,7 +7,7 @@ from flask import Flask, current_app
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
-from nexo import form_input
+from nexo import form_input, redis_client
 from nexo.db import Database
 from nexo.settings import Settings
 
@@ -24,8 +24,9 @@ def init_app(app: Flask, settings: Settings) -> None:
         max_size=settings.db_pool_max,
         timeout_s=settings.db_pool_timeout_s,
         configure=form_input.refuse_control_characters,
+        connect_kwargs=settings.database.connect_kwargs(),
     )
-    app.extensions["nexo.redis"] = make_redis(settings.redis_url)
+    app.extensions["nexo.redis"] = redis_for(settings)
     csrf.init_app(app)
 
 
@@ -46,4 +47,12 @@ def get_wakeup():
 
 def make_redis(url: str) -> redis.Redis:
     """A Redis client that fails fast: Redis being down must delay events, never hang a request."""
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30)
+    return redis_client.connect(url)
+
+
+def redis_for(settings: Settings, *, socket_timeout: float | None = 2.0) -> redis.Redis:
+    """This process's Redis client: REDIS_URL, or the master REDIS_SENTINELS name (ADR-019); fails fast by default."""
+    fleet = settings.fleet
+    return redis_client.connect(
+        settings.redis_url, fleet.redis_sentinels, fleet.redis_sentinel_master, socket_timeout=socket_timeout
+    )

@@ -1,50 +1,179 @@
-"""Apply the plain .sql files in migrations/ in order, once each, under a Postgres advisory lock."""
+"""Apply the plain .sql files in migrations/ in order, once each, safe from several hosts at once (ADR-019).
+
+Each file runs in its own transaction, which first takes a transaction-scoped advisory lock on that
+file: a second runner waits for it, then finds the file applied and moves on. A transaction-scoped
+lock, not a session one, because behind a transaction pooler (PgBouncer) a session's statements go to
+different server connections: a session lock taken on one and released on another stays held for good
+and the next `db upgrade` waits forever.
+
+A file whose first line is `-- nexo: no-transaction` runs outside any transaction, one statement at a
+time (what `CREATE INDEX CONCURRENTLY` needs, so that a new index on a hot table does not block its
+writes). Its lock is held meanwhile by a second connection's open transaction. Such a file must be safe
+to run again (`IF NOT EXISTS`): an index build interrupted halfway leaves an INVALID index behind, which
+the runner drops before running the file again (it holds the file's lock, so no other build is under
+way), and which fails the run if the file leaves one.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from pathlib import Path
 
 import click
 import psycopg
+import psycopg.sql
 from flask import Flask
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
-# Any two processes running upgrade() at once serialise on this lock (value: "nexo" in ASCII).
+# The advisory lock namespace of the runner (value: "nexo" in ASCII); the second key is the file's.
 ADVISORY_LOCK_ID = 0x6E65786F
+NO_TRANSACTION = "-- nexo: no-transaction"
+_INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
 
 
-def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
+def file_key(version: str) -> int:
+    """The advisory lock key of one migration file: a stable 31-bit number from its name."""
+    return int.from_bytes(hashlib.sha256(version.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR, *, connect_kwargs: dict | None = None) -> list[str]:
     """Apply every pending migration; return the versions applied by this call."""
+    # Never a prepared statement: DATABASE_MIGRATION_URL may still be a pooler in transaction mode.
+    kwargs = {**(connect_kwargs or {}), "prepare_threshold": None}
     done: list[str] = []
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_ID])
-        try:
+    with psycopg.connect(database_url, autocommit=True, **kwargs) as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", [ADVISORY_LOCK_ID])
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version text PRIMARY KEY, checksum text NOT NULL,"
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            rows = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
-            applied = {version: checksum for version, checksum in rows}
-            for path in sorted(directory.glob("*.sql")):
-                sql = path.read_text(encoding="utf-8")
-                checksum = hashlib.sha256(sql.encode()).hexdigest()
-                if path.stem in applied:
-                    if applied[path.stem] != checksum:
-                        log.warning("migration %s changed after it was applied; write a new one instead", path.name)
-                    continue
-                with conn.transaction():
-                    conn.execute(sql)
-                    conn.execute("INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)", [path.stem, checksum])
+        applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+        for path in sorted(directory.glob("*.sql")):
+            sql = path.read_text(encoding="utf-8")
+            checksum = hashlib.sha256(sql.encode()).hexdigest()
+            if path.stem in applied:
+                if applied[path.stem] != checksum:
+                    log.warning("migration %s changed after it was applied; write a new one instead", path.name)
+                continue
+            if sql.startswith(NO_TRANSACTION):
+                ran = _apply_outside_transaction(database_url, kwargs, conn, path.stem, sql, checksum)
+            else:
+                ran = _apply_in_transaction(conn, path.stem, sql, checksum)
+            if ran:
                 log.info("applied migration %s", path.name)
                 done.append(path.stem)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_ID])
     return done
+
+
+def _apply_in_transaction(conn: psycopg.Connection, version: str, sql: str, checksum: str) -> bool:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", [ADVISORY_LOCK_ID, file_key(version)])
+        if _is_applied(conn, version):  # another runner applied it while this one waited for the lock
+            return False
+        # A migration may take longer than the statement timeout the application's sessions get.
+        conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute(sql)
+        _record(conn, version, checksum)
+    return True
+
+
+def _apply_outside_transaction(
+    database_url: str, kwargs: dict, conn: psycopg.Connection, version: str, sql: str, checksum: str
+) -> bool:
+    with psycopg.connect(database_url, **kwargs) as holder:
+        # The holder's open transaction keeps the file's lock while `conn` runs the statements; if this
+        # process dies, its connections close and the lock goes with them.
+        holder.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+        # Literal SQL on purpose: a statement with bound parameters leaves the holder's snapshot (its
+        # xmin) in place while it idles, and CREATE INDEX CONCURRENTLY waits for every older snapshot in
+        # the database, the holder's too: each would wait for the other for good.
+        holder.execute(sql_literal_lock(version))
+        if _is_applied(conn, version):
+            return False
+        for name in _INDEX_NAME.findall(sql):
+            if _invalid_indexes(conn, [name]):
+                log.warning("migration %s: dropping index %s left INVALID by an interrupted run", version, name)
+                conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+        conn.execute("SET statement_timeout = 0")
+        try:
+            for statement in statements(sql):
+                conn.execute(statement)
+        finally:
+            conn.execute("RESET statement_timeout")
+        invalid = _invalid_indexes(conn, _INDEX_NAME.findall(sql))
+        if invalid:
+            raise RuntimeError(f"migration {version} left INVALID index(es) {', '.join(invalid)}; run db upgrade again")
+        _record(holder, version, checksum)
+        holder.commit()
+    return True
+
+
+def sql_literal_lock(version: str) -> psycopg.sql.Composed:
+    """`SELECT pg_advisory_xact_lock(…)` for one file, with its keys as literals (simple query protocol)."""
+    return psycopg.sql.SQL("SELECT pg_advisory_xact_lock({}, {})").format(
+        psycopg.sql.Literal(ADVISORY_LOCK_ID), psycopg.sql.Literal(file_key(version))
+    )
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a no-transaction file: each ends with `;` at the end of a line (no function bodies)."""
+    found: list[str] = []
+    current: list[str] = []
+    for line in sql.splitlines():
+        if line.strip().startswith("--") and not current:
+            continue
+        current.append(line)
+        if line.rstrip().endswith(";"):
+            found.append("\n".join(current).strip())
+            current = []
+    if "\n".join(current).strip():
+        found.append("\n".join(current).strip())
+    return found
+
+
+def _is_applied(conn: psycopg.Connection, version: str) -> bool:
+    return conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", [version]).fetchone() is not None
+
+
+def _record(conn: psycopg.Connection, version: str, checksum: str) -> None:
+    conn.execute("INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)", [version, checksum])
+
+
+def _invalid_indexes(conn: psycopg.Connection, names: list[str]) -> list[str]:
+    if not names:
+        return []
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE NOT i.indisvalid AND c.relname = ANY(%s) AND pg_catalog.pg_table_is_visible(c.oid)",
+        [names],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def apply_statement_timeout(database_url: str, seconds: int, *, connect_kwargs: dict | None = None) -> None:
+    """Set statement_timeout and idle_in_transaction_session_timeout on the database (0: leave them alone).
+
+    Per database rather than in the URL or per transaction (ADR-019): PgBouncer refuses the `options`
+    startup parameter, and a `SET LOCAL` would cost every transaction a round trip; a database setting
+    is what every new server connection starts with, the pooler's included.
+    """
+    if seconds <= 0:
+        return
+    kwargs = {**(connect_kwargs or {}), "prepare_threshold": None}
+    with psycopg.connect(database_url, autocommit=True, **kwargs) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        quoted = '"' + name.replace('"', '""') + '"'
+        try:
+            for setting in ("statement_timeout", "idle_in_transaction_session_timeout"):
+                conn.execute(f"ALTER DATABASE {quoted} SET {setting} = '{int(seconds)}s'")
+        except psycopg.errors.InsufficientPrivilege:
+            log.warning("could not set statement_timeout on database %s: not its owner; set it per role instead", name)
 
 
 def init_app(app: Flask) -> None:
@@ -56,6 +185,10 @@ def init_app(app: Flask) -> None:
 
     @db_group.command("upgrade")
     def db_upgrade() -> None:
-        """Apply pending migrations (safe to run twice, or from two processes at once)."""
-        applied = upgrade(app.config["NEXO_SETTINGS"].database_url)
+        """Apply pending migrations (safe to run twice, or from several hosts at once); set the statement timeout."""
+        settings = app.config["NEXO_SETTINGS"]
+        url = settings.database.migration_url or settings.database_url
+        kwargs = settings.database.connect_kwargs()
+        applied = upgrade(url, connect_kwargs=kwargs)
+        apply_statement_timeout(url, settings.database.statement_timeout_s, connect_kwargs=kwargs)
         click.echo(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))

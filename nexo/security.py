@@ -31,6 +31,7 @@ from flask.sessions import SecureCookieSessionInterface
 from flask_limiter import Limiter
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from nexo import redis_client
 from nexo.settings import SecuritySettings
 
 log = logging.getLogger(__name__)
@@ -67,15 +68,18 @@ class HttpsAwareSessionInterface(SecureCookieSessionInterface):
         return bool(app.config["SESSION_COOKIE_SECURE"]) or (has_request_context() and request.is_secure)
 
 
-def init_app(app, settings: SecuritySettings, redis_url: str) -> None:
-    """Apply headers, cookie flags, proxy trust and the login rate limits to app (after its blueprints)."""
+def init_app(app, settings: SecuritySettings, redis_url: str, sentinels=(), sentinel_master: str | None = None) -> None:
+    """Apply headers, cookie flags, proxy trust and the login rate limits to app (after its blueprints).
+
+    sentinels, sentinel_master: REDIS_SENTINELS and REDIS_SENTINEL_MASTER, when Redis is found through Sentinel.
+    """
     if settings.trusted_proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies, x_proto=settings.trusted_proxies)
     app.session_interface = HttpsAwareSessionInterface()
     if settings.cookie_secure == "always":
         app.config.update(SESSION_COOKIE_SECURE=True, REMEMBER_COOKIE_SECURE=True)
     app.after_request(add_security_headers)
-    _init_login_limits(app, settings, redis_url)
+    _init_login_limits(app, settings, redis_client.limiter_storage(redis_url, sentinels, sentinel_master))
 
 
 def add_security_headers(response):
@@ -120,18 +124,15 @@ def _breached(kind: str):
     return on_breach
 
 
-def _storage_uri(redis_url: str) -> str:
-    # The limits library spells a Redis socket path redis+unix://; REDIS_URL may use unix://.
-    return "redis+" + redis_url if redis_url.startswith("unix://") else redis_url
-
-
-def _init_login_limits(app, settings: SecuritySettings, redis_url: str) -> None:
+def _init_login_limits(app, settings: SecuritySettings, storage: tuple[str, dict]) -> None:
     """One limiter per app (tests build several apps against different Redis servers)."""
+    storage_uri, storage_options = storage
     limiter = Limiter(
         _client_key,
-        storage_uri=_storage_uri(redis_url),
-        # Fail fast when Redis hangs: a login waits at most about a second for its limit check.
-        storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
+        storage_uri=storage_uri,
+        # Fail fast when Redis hangs: a login waits at most about a second for its limit check
+        # (redis_client.limiter_storage: socket timeouts of 1 s).
+        storage_options=storage_options,
         strategy="moving-window",
         key_prefix="nexo-login",
         # Fail open: with Redis down the check is skipped and flask-limiter logs the error

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -186,6 +187,101 @@ def _relay_process(env: dict) -> dict:
     }
 
 
+# The processes a host runs (NEXO_ROLES, ADR-019): web (gunicorn), relay (RQ workers), sweeper,
+# maintenance (retention, purges, partitions: one at a time across hosts, by a lease) and the fakes.
+ROLES = ("web", "relay", "sweeper", "maintenance", "fakes")
+
+
+@dataclass(frozen=True)
+class DatabaseTuning:
+    """How connections to Postgres behave in a real deployment (ADR-019): poolers, dead peers, long statements."""
+
+    prepare_threshold: int | None = 5  # psycopg's default; None: never prepare (PgBouncer in transaction mode)
+    migration_url: str | None = None  # DATABASE_MIGRATION_URL; None: DATABASE_URL
+    # A peer that stops answering (a host gone without a word) is given up after this long (libpq
+    # keepalives and tcp_user_timeout), so no request thread waits on it for TCP's two hours.
+    dead_peer_s: int = 15
+    # Set on the database by `db upgrade` (per database, so every role's server connection starts with it,
+    # PgBouncer's too); 0 leaves the server's value alone.
+    statement_timeout_s: int = 30
+
+    def connect_kwargs(self) -> dict:
+        """libpq and psycopg keyword arguments for every connection Nexo opens (pools, listener, runner)."""
+        interval = max(1, self.dead_peer_s // 6)
+        return {
+            "prepare_threshold": self.prepare_threshold,
+            "keepalives": 1,
+            "keepalives_idle": max(1, self.dead_peer_s // 3),
+            "keepalives_interval": interval,
+            "keepalives_count": 3,
+            "tcp_user_timeout": self.dead_peer_s * 1000,
+        }
+
+
+def _database_tuning(env: dict, database_url: str) -> DatabaseTuning:
+    """DB_PREPARE_THRESHOLD, DATABASE_MIGRATION_URL, DB_DEAD_PEER_S and DB_STATEMENT_TIMEOUT_S."""
+    raw = env.get("DB_PREPARE_THRESHOLD", "").strip().lower() or "5"
+    if raw == "none":
+        threshold = None
+    elif raw.isdigit():
+        threshold = int(raw)
+    else:
+        raise SettingsError(f"DB_PREPARE_THRESHOLD={raw!r} must be a whole number or 'none' (PgBouncer in transaction mode)")
+    return DatabaseTuning(
+        prepare_threshold=threshold,
+        migration_url=_url(env, "DATABASE_MIGRATION_URL", ("postgresql", "postgres"), required=False) or database_url,
+        dead_peer_s=int(_number(env, "DB_DEAD_PEER_S", 15, minimum=1)),
+        statement_timeout_s=int(_number(env, "DB_STATEMENT_TIMEOUT_S", 30)),
+    )
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What this host is in a fleet (ADR-019): its roles, its name, where it listens, how Redis is found."""
+
+    roles: frozenset[str] = frozenset(ROLES)
+    web_bind: str = "127.0.0.1"
+    host_id: str = "localhost"
+    host_expiry_s: float = 3600.0  # a host unseen this long leaves /ops and /metrics (its rows are purged)
+    redis_sentinels: tuple[tuple[str, int], ...] = ()
+    redis_sentinel_master: str | None = None
+
+
+def _host_port(item: str, name: str) -> tuple[str, int]:
+    host, _, port = item.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"{name}: {item.strip()!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+def _fleet(env: dict) -> Fleet:
+    """NEXO_ROLES, WEB_BIND, NEXO_HOST_ID, NEXO_HOST_EXPIRY_S, REDIS_SENTINELS and REDIS_SENTINEL_MASTER."""
+    raw_roles = [r.strip() for r in (env.get("NEXO_ROLES", "").strip() or ",".join(ROLES)).split(",") if r.strip()]
+    unknown = sorted(set(raw_roles) - set(ROLES))
+    if unknown or not raw_roles:
+        raise SettingsError(f"NEXO_ROLES={env.get('NEXO_ROLES')!r}: each role must be one of {', '.join(ROLES)}")
+    sentinels = tuple(_host_port(i, "REDIS_SENTINELS") for i in env.get("REDIS_SENTINELS", "").split(",") if i.strip())
+    master = env.get("REDIS_SENTINEL_MASTER", "").strip() or None
+    if bool(sentinels) != bool(master):
+        raise SettingsError("REDIS_SENTINELS and REDIS_SENTINEL_MASTER go together: the sentinels and the master's name")
+    host_id = env.get("NEXO_HOST_ID", "").strip() or socket.gethostname()
+    if len(host_id) > 100 or not host_id.isprintable():
+        raise SettingsError(f"NEXO_HOST_ID={host_id!r} must be a printable name of at most 100 characters")
+    return Fleet(
+        roles=frozenset(raw_roles),
+        web_bind=env.get("WEB_BIND", "").strip() or "127.0.0.1",
+        host_id=host_id,
+        host_expiry_s=_number(env, "NEXO_HOST_EXPIRY_S", 3600.0, minimum=60.0),
+        redis_sentinels=sentinels,
+        redis_sentinel_master=master,
+    )
+
+
+def web_bind(env: dict | None = None) -> str:
+    """WEB_BIND alone, for scripts/gunicorn_conf.py (which runs before any Settings is built)."""
+    return _fleet(dict(os.environ if env is None else env)).web_bind
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings; build with Settings.from_env()."""
@@ -210,6 +306,8 @@ class Settings:
     relay_queue: str = "nexo-relay"  # RELAY_QUEUE: the RQ queue of the relay's wake-ups
     relay_wakeup: bool = True  # RELAY_WAKEUP=off: committed events wait for the sweeper
     relay_worker_class: str = "simple"  # RELAY_WORKER_CLASS: rq's SimpleWorker, or fork (ADR-008)
+    database: DatabaseTuning = field(default_factory=DatabaseTuning)
+    fleet: Fleet = field(default_factory=Fleet)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -241,10 +339,12 @@ class Settings:
         outbox_retention = env.get("OUTBOX_RETENTION_DAYS", "").strip()
         if outbox_retention and (not outbox_retention.isdigit() or int(outbox_retention) < 1):
             raise SettingsError(f"OUTBOX_RETENTION_DAYS={outbox_retention!r} must be a whole number of days, at least 1")
+        database_url = _url(env, "DATABASE_URL", ("postgresql", "postgres"))
+        assert database_url is not None  # required=True
         return cls(
             environment=environment,
             secret_key=secret_key,
-            database_url=_url(env, "DATABASE_URL", ("postgresql", "postgres")),
+            database_url=database_url,
             redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
             fiscal_url=_optional_url(env, "FISCAL_URL", ("http", "https")),
             warehouse_url=_optional_url(env, "WAREHOUSE_URL", ("http", "https")),
@@ -258,5 +358,7 @@ class Settings:
             security=_security(env),
             dlq_fresh_login_s=_fresh_login_window(env),
             prometheus_multiproc_dir=env.get("PROMETHEUS_MULTIPROC_DIR", "").strip() or None,
+            database=_database_tuning(env, database_url),
+            fleet=_fleet(env),
             **_relay_process(env),
         )

@@ -19,7 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Keep docs/architecture.md's table in step with this list.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "states"}),
+    (
+        "foundation",
+        {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "states", "redis_client"},
+    ),
     ("platform", {"books", "extensions", "audit", "telemetry", "processes", "security", "errors", "navigation"}),
     ("stock", {"stock"}),
     ("outbox", {"outbox"}),

@@ -2,7 +2,10 @@
 
 import os
 
-bind = f"127.0.0.1:{os.environ.get('PORT', '5000')}"
+from nexo.settings import web_bind
+
+# WEB_BIND (default 127.0.0.1): a fleet's web hosts listen where the balancer reaches them (ADR-019).
+bind = f"{web_bind()}:{os.environ.get('PORT', '5000')}"
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
 threads = int(os.environ.get("WEB_THREADS", "8"))
@@ -40,8 +43,6 @@ def child_exit(server, worker):
 
 
 def _record_worker_death(server, pid: int) -> None:
-    import socket
-
     import psycopg
     from psycopg.rows import dict_row
 
@@ -49,9 +50,11 @@ def _record_worker_death(server, pid: int) -> None:
     from nexo.settings import Settings
 
     try:
-        with psycopg.connect(Settings.from_env().database_url, connect_timeout=2, autocommit=True, row_factory=dict_row) as conn:
+        settings = Settings.from_env()
+        kwargs = {**settings.database.connect_kwargs(), "connect_timeout": 2, "autocommit": True, "row_factory": dict_row}
+        with psycopg.connect(settings.database_url, **kwargs) as conn:
             repository.insert_event(
-                conn, socket.gethostname(), "web.worker", "worker_exited", pid, "gunicorn replaced a worker that died"
+                conn, settings.fleet.host_id, "web.worker", "worker_exited", pid, "gunicorn replaced a worker that died"
             )
     except Exception as exc:  # the database is down: the arbiter's own log line is all there is
         server.log.warning("could not record the death of worker %s: %s", pid, type(exc).__name__)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
@@ -67,9 +66,15 @@ def build_context(settings: Settings, role: str) -> RelayContext:
     """A relay process's context, built once by its main (jobs/worker.py, jobs/sweeper.py) after any fork."""
     return RelayContext(
         settings=settings,
-        db=Database(settings.database_url, max_size=2, timeout_s=settings.db_pool_timeout_s, name="relay"),
+        db=Database(
+            settings.database_url,
+            max_size=2,
+            timeout_s=settings.db_pool_timeout_s,
+            name="relay",
+            connect_kwargs=settings.database.connect_kwargs(),
+        ),
         http=HttpClient(settings.relay.delivery_timeout_s),
-        worker=f"{role}@{socket.gethostname()}:{os.getpid()}",
+        worker=f"{role}@{settings.fleet.host_id}:{os.getpid()}",
     )
 
 

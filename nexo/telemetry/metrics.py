@@ -40,9 +40,9 @@ REQUEST_ID_REUSED = Counter(
 _OUTCOME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-def init_app(database_url: str) -> None:
+def init_app(database_url: str, connect_kwargs: dict | None = None) -> None:
     """Send this process's durable signal history to the app's database."""
-    recorder.configure(database_url)
+    recorder.configure(database_url, connect_kwargs)
 
 
 def observe_order_transaction(seconds: float, outcome: str) -> None:

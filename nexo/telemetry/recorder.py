@@ -59,11 +59,11 @@ class Recorder:
         self._last_purge = 0.0
         self.dropped = 0
 
-    def configure(self, database_url: str) -> None:
+    def configure(self, database_url: str, connect_kwargs: dict | None = None) -> None:
         """Write to this database from now on (create_app calls it; the same URL again is a no-op)."""
         with self._lock:
             if self._database is None or self._database.url != database_url:
-                self._database = Database(database_url, max_size=2, timeout_s=1.0, name="nexo-ops")
+                self._database = Database(database_url, max_size=2, timeout_s=1.0, name="nexo-ops", connect_kwargs=connect_kwargs)
 
     def observe(self, seconds: float, outcome: str) -> None:
         """Buffer one order transaction sample; the flusher thread stores it."""

@@ -84,3 +84,42 @@ def test_relay_process_settings_are_read_here_with_their_defaults():
 def test_a_bad_relay_process_setting_is_named(name, value):
     with pytest.raises(SettingsError, match=name):
         Settings.from_env(dict(BASE, NEXO_ENV="test", **{name: value}))
+
+
+def test_fleet_settings_default_to_one_host_running_every_role():
+    settings = Settings.from_env(dict(BASE, NEXO_ENV="test"))
+    assert settings.fleet.roles == {"web", "relay", "sweeper", "maintenance", "fakes"}
+    assert settings.fleet.web_bind == "127.0.0.1"
+    assert settings.fleet.host_id  # the host name
+    assert settings.database.migration_url == BASE["DATABASE_URL"]
+    assert settings.database.connect_kwargs()["prepare_threshold"] == 5
+
+
+def test_prepare_threshold_none_turns_prepared_statements_off_for_pgbouncer():
+    settings = Settings.from_env(dict(BASE, NEXO_ENV="test", DB_PREPARE_THRESHOLD="none"))
+    kwargs = settings.database.connect_kwargs()
+    assert kwargs["prepare_threshold"] is None
+    assert kwargs["keepalives"] == 1 and kwargs["tcp_user_timeout"] == 15_000
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"DB_PREPARE_THRESHOLD": "never"}, "DB_PREPARE_THRESHOLD"),
+        ({"NEXO_ROLES": "web,cron"}, "NEXO_ROLES"),
+        ({"REDIS_SENTINELS": "127.0.0.1:26379"}, "REDIS_SENTINEL_MASTER"),
+        ({"REDIS_SENTINELS": "127.0.0.1", "REDIS_SENTINEL_MASTER": "nexo"}, "REDIS_SENTINELS"),
+        ({"DATABASE_MIGRATION_URL": "mysql://x"}, "DATABASE_MIGRATION_URL"),
+    ],
+)
+def test_bad_fleet_settings_stop_start_up_naming_the_setting(env, message):
+    with pytest.raises(SettingsError, match=message):
+        Settings.from_env(dict(BASE, NEXO_ENV="test", **env))
+
+
+def test_sentinels_and_roles_are_read():
+    env = dict(BASE, NEXO_ENV="test", NEXO_ROLES="relay, sweeper", REDIS_SENTINELS="h1:26379,h2:26380")
+    settings = Settings.from_env(dict(env, REDIS_SENTINEL_MASTER="nexo", NEXO_HOST_ID="web-2", WEB_BIND="0.0.0.0"))
+    assert settings.fleet.roles == {"relay", "sweeper"}
+    assert settings.fleet.redis_sentinels == (("h1", 26379), ("h2", 26380))
+    assert (settings.fleet.host_id, settings.fleet.web_bind) == ("web-2", "0.0.0.0")
