@@ -1,6 +1,8 @@
-"""Retention job: `python -m jobs.retention` runs one pass; `--every 86400` runs one a day until SIGTERM.
+"""Retention job: `python -m jobs.retention` runs one pass; `--every 86400` is the maintenance runner.
 
-Thin entry point (STYLE.md): read settings, open a pool, call nexo.deadletters.retention, nothing else.
+With `--every` it runs until SIGTERM as the fleet's maintenance runner (nexo/maintenance.py, ADR-019):
+whichever host holds the maintenance lease runs a retention pass every SECONDS and the hourly
+housekeeping; the others stand by. Thin entry point (STYLE.md): read settings, open a pool, call nexo.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from nexo import observability
 from nexo.db import Database
 from nexo.deadletters.retention import run_retention
+from nexo.maintenance import MaintenanceRunner
 from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.retention")
@@ -41,14 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
-        log.info("retention running every %gs", args.every)
-        while not stop.is_set():
-            try:
-                run_retention(db, settings)
-            except Exception:
-                # A bad pass (database down) must not end the daily loop; the next pass tries again.
-                log.exception("retention pass failed")
-            stop.wait(args.every)
+        runner = MaintenanceRunner(db, settings, retention_every_s=args.every)
+        log.info("maintenance runner %s: retention every %gs while it holds the lease", runner.holder, args.every)
+        runner.run_forever(stop)
         log.info("retention stopped")
         return 0
     finally:

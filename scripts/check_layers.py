@@ -21,14 +21,25 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, set[str]]] = [
     (
         "foundation",
-        {"settings", "db", "formatting", "observability", "unknowns", "migrations", "form_input", "states", "redis_client"},
+        {
+            "settings",
+            "db",
+            "formatting",
+            "observability",
+            "unknowns",
+            "migrations",
+            "form_input",
+            "states",
+            "redis_client",
+            "leases",
+        },
     ),
     ("platform", {"books", "extensions", "audit", "telemetry", "processes", "security", "errors", "navigation"}),
     ("stock", {"stock"}),
     ("outbox", {"outbox"}),
     ("identity", {"auth"}),
     ("domain", {"orders", "credit", "deadletters", "handoffs"}),
-    ("pages", {"ops", "api", "demo", "health", "home"}),
+    ("pages", {"ops", "api", "demo", "health", "home", "maintenance"}),
     ("app factory", {"nexo"}),
     ("processes", {"app", "jobs"}),
 ]

@@ -33,13 +33,14 @@ def _gauge(name: str, doc: str, value, labels: dict | None = None) -> GaugeMetri
 class SignalsCollector:
     """Reads the five signals from the database on each scrape."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, host_expiry_s: float | None = None) -> None:
         self.db = db
+        self.host_expiry_s = host_expiry_s
 
     def collect(self):
         """Yield one metric family per signal, plus nexo_signals_up (0 when the database could not be read)."""
         try:
-            current = service.read_current(self.db)
+            current = service.read_current(self.db, self.host_expiry_s)
         except Exception as exc:  # a scrape during an outage must still answer, saying what it could not read
             log.warning("metrics: could not read the signals: %s", type(exc).__name__)
             yield _gauge("nexo_signals_up", "1 when the signals could be read from the database.", 0)
@@ -141,14 +142,18 @@ def _process_families(current: service.CurrentSignals):
     yield from (restarts, last, state)
 
 
-def render(db: Database, multiproc_dir: str | None) -> bytes:
-    """The whole /metrics body; multiproc_dir is Settings.prometheus_multiproc_dir."""
+def render(db: Database, multiproc_dir: str | None, host_expiry_s: float | None = None) -> bytes:
+    """The whole /metrics body; multiproc_dir is Settings.prometheus_multiproc_dir.
+
+    Every web host serves the database-wide gauges, the same numbers from the one database: sum them
+    over instances and they count N times; the alert rules take `max without(instance)` (ADR-019).
+    """
     registry = CollectorRegistry(auto_describe=False)
     if multiproc_dir:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(_ProcessMetrics())
-    registry.register(SignalsCollector(db))
+    registry.register(SignalsCollector(db, host_expiry_s))
     return generate_latest(registry)
 
 

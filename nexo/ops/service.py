@@ -36,30 +36,30 @@ class Dashboard:
     read_at: datetime
 
 
-def _current(conn: Conn) -> CurrentSignals:
+def _current(conn: Conn, host_expiry_s: float | None) -> CurrentSignals:
     return CurrentSignals(
         pending=queries.pending_events(conn),
         failed=queries.failed_events(conn),
         conflicts_per_hour=queries.conflicts_per_hour(conn),
         credit=queries.unresolved_credit(conn),
         transactions=queries.order_transaction_stats(conn),
-        processes=processes.programs(conn),
+        processes=processes.programs(conn, host_expiry_s),
     )
 
 
-def read_current(db: Database) -> CurrentSignals:
-    """The current value of every signal (for a Prometheus scrape)."""
+def read_current(db: Database, host_expiry_s: float | None = None) -> CurrentSignals:
+    """The current value of every signal (for a Prometheus scrape); hosts unseen for host_expiry_s are left out."""
     with db.reading() as conn:
         queries.limit_statement_time(conn, STATEMENT_TIMEOUT)
-        return _current(conn)
+        return _current(conn, host_expiry_s)
 
 
-def read_dashboard(db: Database) -> Dashboard:
+def read_dashboard(db: Database, host_expiry_s: float | None = None) -> Dashboard:
     """The current values and their last 24 hours (for the /ops page)."""
     with db.reading() as conn:
         queries.limit_statement_time(conn, STATEMENT_TIMEOUT)
         return Dashboard(
-            current=_current(conn),
+            current=_current(conn, host_expiry_s),
             transaction_outcomes=queries.order_transaction_outcomes(conn),
             transaction_p95_per_hour=queries.order_transaction_p95_per_hour(conn),
             pending_age_history=queries.pending_age_history(conn),

@@ -21,8 +21,8 @@ bp = Blueprint("ops", __name__)
 @permission_required("ops.view")
 def dashboard():
     """The five signals with their last 24 hours, the undefined thresholds and the register of unknowns."""
-    data = service.read_dashboard(get_db())
     settings = current_app.config["NEXO_SETTINGS"]
+    data = service.read_dashboard(get_db(), settings.fleet.host_expiry_s)
     return render_template(
         "ops/dashboard.html",
         data=data,
@@ -66,7 +66,10 @@ def metrics():
     token = settings.metrics_token
     if token and not _bearer_matches(request.headers.get("Authorization", ""), token):
         return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'}, mimetype="text/plain")
-    return Response(exposition.render(get_db(), settings.prometheus_multiproc_dir), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    return Response(
+        exposition.render(get_db(), settings.prometheus_multiproc_dir, settings.fleet.host_expiry_s),
+        headers={"Content-Type": CONTENT_TYPE_LATEST},
+    )
 
 
 def _bearer_matches(header: str, token: str) -> bool:

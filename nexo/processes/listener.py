@@ -17,6 +17,7 @@ cool-down, or a start that failed once, is then caught up on the next tick (ADR-
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from nexo.db import Database
@@ -32,6 +33,8 @@ KINDS = {
 }
 FATAL_COOLDOWN_S = 30.0
 PURGE_EVERY = 500
+# How often a tick also says "this host is alive" (host_seen): well under NEXO_HOST_EXPIRY_S's minimum.
+HEARTBEAT_EVERY_S = 30.0
 
 
 class ProcessEventRecorder:
@@ -56,10 +59,12 @@ class ProcessEventRecorder:
         self.cooldown_s = cooldown_s
         self._handled = 0
         self._fatal_seen: dict[str, float] = {}  # a program that never ran has no stop time: when we saw it
+        self._last_heartbeat = float("-inf")
 
     def handle(self, event_name: str, payload: dict[str, str]) -> str | None:
         """Record one event (payload: supervisord's key:value tokens); return the kind recorded, if any."""
         if event_name.startswith("TICK_"):
+            self.heartbeat()
             self.revive_fatal()
             return None
         kind = KINDS.get(event_name)
@@ -72,6 +77,18 @@ class ProcessEventRecorder:
         log.log(level, "program %s %s%s", program, kind, f" ({detail})" if detail else "")
         self._record(program, kind, pid, detail)
         return kind
+
+    def heartbeat(self) -> None:
+        """Mark this host seen, at most every HEARTBEAT_EVERY_S (ADR-019: a host unseen long enough expires)."""
+        if time.monotonic() - self._last_heartbeat < HEARTBEAT_EVERY_S:
+            return
+        try:
+            with self.db.transaction() as tx:
+                repository.mark_host_seen(tx.conn, self.host)
+                tx.commit()
+            self._last_heartbeat = time.monotonic()
+        except Exception as exc:  # the database is down: the next tick tries again
+            log.warning("could not mark host %s seen: %s", self.host, type(exc).__name__)
 
     def _record(self, program: str, kind: str, pid: int | None, detail: str) -> None:
         with self.db.transaction() as tx:

@@ -19,7 +19,6 @@ import atexit
 import logging
 import os
 import threading
-import time
 from collections import deque
 from datetime import UTC, datetime
 
@@ -33,9 +32,8 @@ FLUSH_AT = 200
 # Bounded memory while the database is unreachable: past this many waiting samples the oldest go.
 MAX_BUFFERED = 10_000
 # The dashboard shows 24 hours; a week on top leaves room to look back. Telemetry housekeeping,
-# not a business retention rule.
+# not a business retention rule: the maintenance runner purges, once for the fleet (nexo/maintenance.py).
 SAMPLE_KEEP_DAYS = 8
-PURGE_EVERY_S = 3600.0
 
 
 class Recorder:
@@ -56,7 +54,6 @@ class Recorder:
         self._buffer: deque[tuple[datetime, float, str]] = deque(maxlen=MAX_BUFFERED)
         self._thread: threading.Thread | None = None
         self._failing = False
-        self._last_purge = 0.0
         self.dropped = 0
 
     def configure(self, database_url: str, connect_kwargs: dict | None = None) -> None:
@@ -103,17 +100,13 @@ class Recorder:
                 database = self._database
             if database is None:
                 return 0
-            purge = time.monotonic() - self._last_purge > PURGE_EVERY_S
-            if not batch and not purge:
+            if not batch:
                 return 0
             try:
                 with database.transaction() as tx:
                     # Telemetry: losing the last batch in a crash is fine, waiting for an fsync is not.
                     queries.skip_commit_wait(tx.conn)
-                    if batch:
-                        queries.insert_transaction_samples(tx.conn, batch)
-                    if purge:
-                        queries.purge_transaction_samples(tx.conn, SAMPLE_KEEP_DAYS)
+                    queries.insert_transaction_samples(tx.conn, batch)
                     tx.commit()
             except Exception as exc:
                 self._put_back(batch)
@@ -124,8 +117,6 @@ class Recorder:
             if self._failing:
                 log.info("order transaction samples are being stored again")
             self._failing = False
-            if purge:
-                self._last_purge = time.monotonic()
             return len(batch)
 
     def discard_buffer(self) -> None:

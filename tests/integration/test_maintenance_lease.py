@@ -1,0 +1,75 @@
+"""Exactly one maintenance runner at a time across hosts, and hosts gone for good leave /metrics (ADR-019)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from nexo import leases
+from nexo.maintenance import LEASE, MaintenanceRunner
+from nexo.ops import exposition
+from nexo.processes import repository as processes
+
+
+def _runner(db, settings, host: str, **kwargs) -> MaintenanceRunner:
+    fleet = dataclasses.replace(settings.fleet, host_id=host)
+    return MaintenanceRunner(db, dataclasses.replace(settings, fleet=fleet), retention_every_s=86400, **kwargs)
+
+
+def test_of_runners_on_several_hosts_one_leads_and_the_others_stand_by(db, settings):
+    runners = [_runner(db, settings, f"host-{i}") for i in range(4)]
+    barrier = threading.Barrier(len(runners))
+    led: dict[str, bool] = {}
+
+    def tick(runner: MaintenanceRunner) -> None:
+        barrier.wait()
+        led[runner.holder] = runner.tick()
+
+    threads = [threading.Thread(target=tick, args=(r,)) for r in runners]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sum(led.values()) == 1, led
+    leader = next(r for r in runners if r.leader)
+    # Renewing keeps it; the others still stand by.
+    assert leader.tick() and not any(r.tick() for r in runners if r is not leader)
+
+
+def test_a_leader_gone_silent_is_replaced_once_its_lease_expires(db, settings):
+    first, second = _runner(db, settings, "a", ttl_s=1), _runner(db, settings, "b", ttl_s=1)
+    assert first.tick()
+    assert not second.tick()
+    with db.transaction() as tx:  # the first host dies: nobody renews, the lease runs out
+        tx.execute("UPDATE leader_lease SET expires_at = now() - interval '1 second' WHERE name = %s", [LEASE])
+        tx.commit()
+    assert second.tick()
+    assert not first.tick()  # back from the dead, it finds the lease taken and stands by
+    with db.reading() as conn:
+        assert leases.holder_of(conn, LEASE) == second.holder
+
+
+def test_a_clean_stop_hands_the_lease_over_at_once(db, settings):
+    first, second = _runner(db, settings, "a"), _runner(db, settings, "b")
+    assert first.tick()
+    stop = threading.Event()
+    stop.set()
+    first.run_forever(stop)  # already asked to stop: releases
+    assert second.tick()
+
+
+def test_a_host_unseen_for_the_expiry_leaves_metrics_and_is_purged(db, settings):
+    with db.transaction() as tx:
+        processes.insert_event(tx.conn, "gone-host", "worker_0", "fatal", None, "supervisor gave up")
+        processes.insert_event(tx.conn, "live-host", "worker_0", "running", 12)
+        tx.execute("UPDATE process_event SET occurred_at = now() - interval '2 hours' WHERE host = 'gone-host'")
+        processes.mark_host_seen(tx.conn, "live-host")
+        tx.commit()
+    metrics = exposition.render(db, None, host_expiry_s=3600).decode()
+    assert 'host="live-host"' in metrics
+    assert 'host="gone-host"' not in metrics  # NexoProcessFatal does not page for a host gone for good
+    assert 'host="gone-host"' in exposition.render(db, None, host_expiry_s=3 * 3600).decode()
+    counts = _runner(db, dataclasses.replace(settings, fleet=dataclasses.replace(settings.fleet, host_expiry_s=3600)), "m")
+    assert counts.housekeeping()["gone_hosts_events"] == 1
+    with db.reading() as conn:
+        assert {r["host"] for r in conn.execute("SELECT host FROM process_event").fetchall()} == {"live-host"}
