@@ -9,7 +9,10 @@ expired, or whose lease expired because a worker died mid-delivery. Each sweep, 
    no worker started a job either (none alive, or all stuck), and withdraws those jobs (every due
    event when one was a drain job, as that job would have); with Redis down it delivers every due event.
 So losing Redis, or every worker, only delays events. Any number of sweepers and workers may run
-together: claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token.
+together: claims use FOR UPDATE SKIP LOCKED and outcomes are fenced by the claim token. With several
+hosts, steps 2 and 3 (which read the whole wake-up queue in Redis) are done by one sweeper at a time,
+the holder of the `relay-sweeper` lease (ADR-019); the others only do step 1 and stand by to take over
+within SCAN_LEASE_SWEEPS sweeps of the holder going silent.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from nexo import leases
 from nexo.outbox import relay, wakeup
 from nexo.outbox import repository as repo
 
@@ -28,6 +32,8 @@ log = logging.getLogger(__name__)
 BATCH = 500  # due events looked at per sweep
 # A brand-new event's wake-up is normally already on its way: do not send a second one before this.
 WAKEUP_GRACE_S = 1.0
+SCAN_LEASE = "relay-sweeper"
+SCAN_LEASE_SWEEPS = 3  # the scan lease lasts this many sweep intervals: one slow sweep does not lose it
 
 
 @dataclass(frozen=True)
@@ -106,13 +112,31 @@ def deliver_here(
     return len(relay.deliver_events(ctx, [], drain=True, budget_s=budget_s, stop=stop).outcomes)
 
 
+def sweep_or_stand_by(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event | None = None) -> SweepResult | None:
+    """A whole sweep when this sweeper holds the scan lease; otherwise only fail spent events (None)."""
+    ttl_s = SCAN_LEASE_SWEEPS * ctx.settings.relay.sweep_interval_s
+    with ctx.db.transaction() as tx:
+        scanning = leases.acquire(tx.conn, SCAN_LEASE, ctx.worker, ttl_s)
+        tx.commit()
+    if scanning:
+        return sweep_once(ctx, ring, stop)
+    relay.fail_spent(ctx)
+    return None
+
+
 def run_forever(ctx: relay.RelayContext, ring: wakeup.Wakeup, stop: threading.Event) -> None:
     """Sweep every RELAY_SWEEP_INTERVAL_S until `stop` is set; a failed sweep is logged, never fatal."""
     interval = ctx.settings.relay.sweep_interval_s
     while not stop.is_set():
         started = time.monotonic()
         try:
-            sweep_once(ctx, ring, stop)
+            sweep_or_stand_by(ctx, ring, stop)
         except Exception:  # the database may be down for a moment: log and try again next interval
             log.exception("sweep failed; retrying in %.1f s", interval)
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    try:  # a clean stop (a deploy) hands the scan over at once rather than after the lease
+        with ctx.db.transaction() as tx:
+            leases.release(tx.conn, SCAN_LEASE, ctx.worker)
+            tx.commit()
+    except Exception as exc:
+        log.warning("sweeper: could not release the scan lease (%s); it expires on its own", type(exc).__name__)

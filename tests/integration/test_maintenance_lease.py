@@ -73,3 +73,21 @@ def test_a_host_unseen_for_the_expiry_leaves_metrics_and_is_purged(db, settings)
     assert counts.housekeeping()["gone_hosts_events"] == 1
     with db.reading() as conn:
         assert {r["host"] for r in conn.execute("SELECT host FROM process_event").fetchall()} == {"live-host"}
+
+
+def test_one_sweeper_across_hosts_reads_the_wake_up_queue_the_others_stand_by(db, settings, redis_client):
+    from nexo.outbox import relay, sweeper, wakeup
+
+    contexts = [relay.build_context(settings, f"sweeper-{i}") for i in range(3)]
+    try:
+        ring = wakeup.Wakeup(redis_client, settings)
+        results = [sweeper.sweep_or_stand_by(ctx, ring) for ctx in contexts]
+        assert [r is not None for r in results] == [True, False, False]
+        with db.transaction() as tx:  # its host goes silent: the lease runs out
+            tx.execute("UPDATE leader_lease SET expires_at = now() - interval '1 second' WHERE name = %s", [sweeper.SCAN_LEASE])
+            tx.commit()
+        assert sweeper.sweep_or_stand_by(contexts[2], ring) is not None
+        assert sweeper.sweep_or_stand_by(contexts[0], ring) is None
+    finally:
+        for ctx in contexts:
+            ctx.close()
