@@ -273,9 +273,11 @@ def _run(env: dict, data_dir: Path) -> int:
     if env["NEXO_ENV"] == "demo":
         env.setdefault("SECRET_KEY", secret_key_for_demo(data_dir))
     env.setdefault("PORT", "5000")
-    programs = ["web", "worker", "sweeper", "retention"]
+    # NEXO_ROLES (ADR-019): the programs of this host's roles only; the fakes only where no real URL is given.
+    roles = supervisor_conf.parse_roles(env.get("NEXO_ROLES") or ",".join(supervisor_conf.ALL_ROLES))
+    programs = [p for p in supervisor_conf.programs_of(roles, supervisor_conf.procfile()) if p not in supervisor_conf.SANDBOX]
     for name, var in (("fiscal", "FISCAL_URL"), ("warehouse", "WAREHOUSE_URL")):
-        if not env.get(var):
+        if not env.get(var) and "fakes" in roles:
             port = free_port()
             env[f"{name.upper()}_PORT"] = str(port)
             env[var] = f"http://127.0.0.1:{port}"
@@ -291,8 +293,8 @@ def _run(env: dict, data_dir: Path) -> int:
         print(
             f"""
   Nexo: http://127.0.0.1:{env["PORT"]}
-  fiscal: {env["FISCAL_URL"]}
-  warehouse: {env["WAREHOUSE_URL"]}
+  fiscal: {env.get("FISCAL_URL", "(not set)")}
+  warehouse: {env.get("WAREHOUSE_URL", "(not set)")}
   demo logins (password {password!r}): vendedor1, vendedor2 (ventas), laura (crédito),
                                        sergio (depósito), marta (dueña: operaciones y entregas fallidas)
   Ctrl-C stops everything.
