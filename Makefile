@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench lock clean
+.PHONY: run test test-cluster lint bench lock clean
 
 # requirements-dev.txt is requirements.txt (what production installs) plus the tests, the linters and
 # the embedded servers, every package pinned with its hashes (`make lock` recompiles both from
@@ -22,7 +22,14 @@ run: $(STAMP)
 test: lint
 	@bash scripts/ensure_browser.sh
 	@bash scripts/ensure_promtool.sh
+	@bash scripts/ensure_cluster_tools.sh
 	$(PY) scripts/stack.py test -- $(PYTEST_ARGS)
+
+# The fleet test alone (tests/cluster/, ADR-019): Patroni, PgBouncer, Sentinel and two Nexo hosts on this
+# machine; `make test` runs it too.
+test-cluster: $(STAMP)
+	@bash scripts/ensure_cluster_tools.sh
+	$(PY) scripts/stack.py test -- tests/cluster $(PYTEST_ARGS)
 
 # The gate CI runs (through `make test`): formatting, lint, types and the layer order.
 lint: $(STAMP)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from pathlib import Path
 
 import click
@@ -32,6 +33,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # The advisory lock namespace of the runner (value: "nexo" in ASCII); the second key is the file's.
 ADVISORY_LOCK_ID = 0x6E65786F
 NO_TRANSACTION = "-- nexo: no-transaction"
+LOCK_POLL_S = 0.5
 _INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
 
 
@@ -89,17 +91,15 @@ def _apply_outside_transaction(
     with psycopg.connect(database_url, **kwargs) as holder:
         # The holder's open transaction keeps the file's lock while `conn` runs the statements; if this
         # process dies, its connections close and the lock goes with them.
-        holder.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
-        # Literal SQL on purpose: a statement with bound parameters leaves the holder's snapshot (its
-        # xmin) in place while it idles, and CREATE INDEX CONCURRENTLY waits for every older snapshot in
-        # the database, the holder's too: each would wait for the other for good.
-        holder.execute(sql_literal_lock(version))
-        if _is_applied(conn, version):
-            return False
+        if not _wait_for_file_lock(holder, conn, version):
+            return False  # another runner applied it meanwhile
         for name in _INDEX_NAME.findall(sql):
             if _invalid_indexes(conn, [name]):
                 log.warning("migration %s: dropping index %s left INVALID by an interrupted run", version, name)
                 conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+        # Straight to the primary (DATABASE_MIGRATION_URL), this session may build for as long as it
+        # takes; through a transaction pooler each statement may reach another server connection, which
+        # keeps the database's statement_timeout (ADR-019).
         conn.execute("SET statement_timeout = 0")
         try:
             for statement in statements(sql):
@@ -114,11 +114,27 @@ def _apply_outside_transaction(
     return True
 
 
-def sql_literal_lock(version: str) -> psycopg.sql.Composed:
-    """`SELECT pg_advisory_xact_lock(…)` for one file, with its keys as literals (simple query protocol)."""
-    return psycopg.sql.SQL("SELECT pg_advisory_xact_lock({}, {})").format(
+def _wait_for_file_lock(holder: psycopg.Connection, conn: psycopg.Connection, version: str) -> bool:
+    """Take the file's lock in holder's transaction; False once another runner has applied the file.
+
+    CREATE INDEX CONCURRENTLY waits for every transaction in the database holding an older snapshot. A
+    runner blocked in pg_advisory_xact_lock holds one while it waits, for the lock the building runner
+    holds: neither would ever go on (Postgres sees no deadlock: one side of it is in Python). So the
+    lock is tried, never waited for, and the try is literal SQL: a statement with bound parameters
+    leaves its snapshot in place after it returns, while the holder idles.
+    """
+    try_lock = psycopg.sql.SQL("SELECT pg_try_advisory_xact_lock({}, {})").format(
         psycopg.sql.Literal(ADVISORY_LOCK_ID), psycopg.sql.Literal(file_key(version))
     )
+    while True:
+        holder.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+        row = holder.execute(try_lock).fetchone()
+        if row and row[0]:
+            return not _is_applied(conn, version)
+        holder.rollback()
+        if _is_applied(conn, version):
+            return False
+        time.sleep(LOCK_POLL_S)
 
 
 def statements(sql: str) -> list[str]:
@@ -166,8 +182,17 @@ def apply_statement_timeout(database_url: str, seconds: int, *, connect_kwargs: 
     if seconds <= 0:
         return
     kwargs = {**(connect_kwargs or {}), "prepare_threshold": None}
-    with psycopg.connect(database_url, autocommit=True, **kwargs) as conn:
-        name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+    wanted = {f"statement_timeout={int(seconds)}s", f"idle_in_transaction_session_timeout={int(seconds)}s"}
+    with psycopg.connect(database_url, autocommit=True, **kwargs) as conn, conn.transaction():
+        # Hosts starting together all run db upgrade: one at a time, and only when something changes
+        # (two ALTER DATABASE of one database at once fail with "tuple concurrently updated").
+        conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", [ADVISORY_LOCK_ID])
+        name, current = conn.execute(
+            "SELECT current_database(), (SELECT setconfig FROM pg_db_role_setting"
+            "  WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) AND setrole = 0)"
+        ).fetchone()  # type: ignore[misc]
+        if wanted <= set(current or []):
+            return
         quoted = '"' + name.replace('"', '""') + '"'
         try:
             for setting in ("statement_timeout", "idle_in_transaction_session_timeout"):

@@ -85,3 +85,25 @@ def test_db_upgrade_sets_the_statement_timeout_every_new_session_starts_with(fre
     migrations.apply_statement_timeout(fresh_database, 7)
     assert _query(fresh_database, "SHOW statement_timeout") == [("7s",)]
     assert _query(fresh_database, "SHOW idle_in_transaction_session_timeout") == [("7s",)]
+
+
+def test_a_runner_waiting_for_a_file_does_not_hold_up_the_other_ones_concurrent_index_build(fresh_database, tmp_path):
+    # A runner blocked in pg_advisory_xact_lock holds a snapshot, which CREATE INDEX CONCURRENTLY waits
+    # for, while the building runner holds the lock it waits for: without the polled try-lock, for good.
+    (tmp_path / "0001_table.sql").write_text("CREATE TABLE t (x int); INSERT INTO t SELECT generate_series(1, 1000);")
+    migrations.upgrade(fresh_database, tmp_path)
+    (tmp_path / "0002_index.sql").write_text(
+        "-- nexo: no-transaction\nSELECT pg_sleep(1);\nCREATE INDEX CONCURRENTLY IF NOT EXISTS t_x_idx ON t (x);\n"
+    )
+    results: list = []
+
+    def run() -> None:
+        results.append(migrations.upgrade(fresh_database, tmp_path))
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "the runners wait for each other"
+    assert sorted(v for r in results for v in r) == ["0002_index"]
