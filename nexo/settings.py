@@ -229,7 +229,7 @@ def _database_tuning(env: dict, database_url: str) -> DatabaseTuning:
         raise SettingsError(f"DB_PREPARE_THRESHOLD={raw!r} must be a whole number or 'none' (PgBouncer in transaction mode)")
     return DatabaseTuning(
         prepare_threshold=threshold,
-        migration_url=_url(env, "DATABASE_MIGRATION_URL", ("postgresql", "postgres"), required=False) or database_url,
+        migration_url=_optional_url(env, "DATABASE_MIGRATION_URL", ("postgresql", "postgres")) or database_url,
         dead_peer_s=int(_number(env, "DB_DEAD_PEER_S", 15, minimum=1)),
         statement_timeout_s=int(_number(env, "DB_STATEMENT_TIMEOUT_S", 30)),
     )
@@ -340,7 +340,6 @@ class Settings:
         if outbox_retention and (not outbox_retention.isdigit() or int(outbox_retention) < 1):
             raise SettingsError(f"OUTBOX_RETENTION_DAYS={outbox_retention!r} must be a whole number of days, at least 1")
         database_url = _url(env, "DATABASE_URL", ("postgresql", "postgres"))
-        assert database_url is not None  # required=True
         return cls(
             environment=environment,
             secret_key=secret_key,
