@@ -15,7 +15,7 @@ from datetime import datetime
 import redis
 
 from bench import data as bench_data
-from bench import growth, hot_sku, machine, mixed, order_entry, pgbench, profile, relay, report
+from bench import growth, hot_sku, machine, mixed, order_entry, pgbench, pgbouncer, profile, relay, report
 from bench import scale as scales
 from bench.api_client import integrations
 from bench.cpu import CpuMeter
@@ -105,6 +105,8 @@ def main() -> int:
             _relay(run)
         if "mixed" in phases:
             results["mixed"] = mixed.run(run)
+        if "pgbouncer" in phases:
+            results["pgbouncer"] = pgbouncer.run(run)
         if "growth" in phases:
             # Last: it loads a million orders into the database every other phase measured empty.
             results["growth"] = growth.run(run)
@@ -117,6 +119,7 @@ def main() -> int:
     results["wall_s"] = round(time.monotonic() - began, 1)
     results["targets"] = report.targets(results)
     results["targets_round_2"] = report.targets_round_2(results)
+    results["targets_fleet"] = report.targets_fleet(results)
     print("\n" + report.table(results) + "\n", flush=True)
     path = report.write_json(results)
     say(f"written {path.relative_to(ROOT)} ({results['wall_s']} s)")

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from bench import growth, mixed
+from bench import growth, mixed, pgbouncer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -98,6 +98,11 @@ def targets_round_2(results: dict) -> list[dict]:
     return _verdicts(checks)
 
 
+def targets_fleet(results: dict) -> list[dict]:
+    """The PgBouncer phase's targets (bench/pgbouncer.py)."""
+    return _verdicts(pgbouncer.targets(results))
+
+
 def _verdicts(checks) -> list[dict]:
     out = []
     for name, value, goal, test, unit in checks:
@@ -115,6 +120,7 @@ def _fmt(value, unit: str) -> str:
         "s": f"{value:.3f} s",
         "ev/s": f"{value:.0f} events/s",
         "orders/s": f"{value:.0f} orders/s",
+        "connections": f"{value} connections",
     }.get(unit, str(value))
 
 
@@ -230,11 +236,14 @@ def table(results: dict) -> str:
         lines.append("")
     if results.get("mixed"):
         lines += mixed.table(results["mixed"])
+    if results.get("pgbouncer"):
+        lines += pgbouncer.table(results["pgbouncer"])
     if results.get("growth"):
         lines += growth.table(results["growth"])
     for title, checked in (
         ("Targets (issue 8)", results["targets"]),
         ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or []),
+        ("Targets (issue 26: several hosts)", results.get("targets_fleet") or []),
     ):
         if not checked:
             continue

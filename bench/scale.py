@@ -72,9 +72,9 @@ def from_env(env: dict | None = None) -> Scale:
 
 
 def phases(env: dict | None = None) -> set[str]:
-    """The phases to run (BENCH_ONLY=pgbench,direct,http,api,hot,relay,mixed,growth; default all), to iterate on one."""
+    """The phases to run (BENCH_ONLY=pgbench,direct,http,api,hot,relay,mixed,pgbouncer,growth; default all), to iterate on one."""
     env = os.environ if env is None else env
-    every = {"pgbench", "direct", "http", "api", "hot", "relay", "mixed", "growth"}
+    every = {"pgbench", "direct", "http", "api", "hot", "relay", "mixed", "pgbouncer", "growth"}
     chosen = {p.strip() for p in env.get("BENCH_ONLY", "").split(",") if p.strip()}
     unknown = chosen - every
     if unknown:

@@ -79,4 +79,12 @@ UNKNOWNS = [
         "un proceso que el supervisor dejó de reiniciar, un reinicio); las de antigüedad y cantidad de "
         "reinicios esperan un umbral registrado y no se disparan hasta entonces.",
     ),
+    Unknown(
+        "IDEMPOTENCY-KEY-RETENTION",
+        "¿Cuánto tiempo debe guardarse la clave de un pedido (su requestId) para reconocer un reenvío?",
+        "Marta y Operaciones",
+        "tabla idempotency_keys (sin purga)",
+        "Ninguna clave se borra: la tabla crece con cada pedido, una fila por pedido. Un formulario "
+        "abierto toda la mañana o una integración que reintenta días después siguen reconociéndose.",
+    ),
 ]
