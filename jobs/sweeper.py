@@ -16,6 +16,7 @@ from nexo.observability import configure_logging
 from nexo.outbox import relay, sweeper
 from nexo.outbox.wakeup import Wakeup
 from nexo.settings import Settings, SettingsError
+from nexo.telemetry import exporter
 
 log = logging.getLogger("jobs.sweeper")
 
@@ -30,6 +31,10 @@ def main() -> int:
         return 2
     ctx = relay.build_context(settings, "sweeper")
     stop = threading.Event()
+    if settings.fleet.relay_metrics_port:
+        exporter.serve_host_metrics(
+            settings.fleet.web_bind, settings.fleet.relay_metrics_port, settings.prometheus_multiproc_dir, stop
+        )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     cadence = settings.relay

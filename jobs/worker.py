@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -24,6 +25,7 @@ from nexo.extensions import redis_for
 from nexo.observability import configure_logging
 from nexo.outbox import relay
 from nexo.settings import Settings, SettingsError
+from nexo.telemetry import exporter
 
 log = logging.getLogger("jobs.worker")
 WORKER_CLASSES = {"simple": SimpleWorker, "fork": Worker}
@@ -67,6 +69,9 @@ def main() -> int:
     if kind == "simple":
         deliver.use_context(relay.build_context(settings, "worker"))  # once, for every job of this process
     worker_class = _relay_worker(WORKER_CLASSES[kind], settings)
+    port = settings.fleet.relay_metrics_port
+    if port:  # a worker host's own counters (ADR-019); one relay process of the host serves them
+        exporter.serve_host_metrics(settings.fleet.web_bind, port, settings.prometheus_multiproc_dir, threading.Event())
     # No socket timeout: rq's blocking pop waits longer than any fail-fast one (it sets its own).
     connection = redis_for(settings, socket_timeout=None)
     log.info(

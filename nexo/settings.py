@@ -188,7 +188,7 @@ def _relay_process(env: dict) -> dict:
 
 
 # The processes a host runs (NEXO_ROLES, ADR-019): web (gunicorn), relay (RQ workers), sweeper,
-# maintenance (retention, purges, partitions: one at a time across hosts, by a lease) and the fakes.
+# maintenance (retention and housekeeping: one at a time across hosts, by a lease) and the fakes.
 ROLES = ("web", "relay", "sweeper", "maintenance", "fakes")
 
 
@@ -245,6 +245,7 @@ class Fleet:
     host_expiry_s: float = 3600.0  # a host unseen this long leaves /ops and /metrics (its rows are purged)
     redis_sentinels: tuple[tuple[str, int], ...] = ()
     redis_sentinel_master: str | None = None
+    relay_metrics_port: int | None = None  # RELAY_METRICS_PORT: a worker host's own counters (nexo/telemetry/exporter.py)
 
 
 def _host_port(item: str, name: str) -> tuple[str, int]:
@@ -255,7 +256,7 @@ def _host_port(item: str, name: str) -> tuple[str, int]:
 
 
 def _fleet(env: dict) -> Fleet:
-    """NEXO_ROLES, WEB_BIND, NEXO_HOST_ID, NEXO_HOST_EXPIRY_S, REDIS_SENTINELS and REDIS_SENTINEL_MASTER."""
+    """NEXO_ROLES, WEB_BIND, NEXO_HOST_ID, NEXO_HOST_EXPIRY_S, REDIS_SENTINELS, REDIS_SENTINEL_MASTER, RELAY_METRICS_PORT."""
     raw_roles = [r.strip() for r in (env.get("NEXO_ROLES", "").strip() or ",".join(ROLES)).split(",") if r.strip()]
     unknown = sorted(set(raw_roles) - set(ROLES))
     if unknown or not raw_roles:
@@ -274,6 +275,7 @@ def _fleet(env: dict) -> Fleet:
         host_expiry_s=_number(env, "NEXO_HOST_EXPIRY_S", 3600.0, minimum=60.0),
         redis_sentinels=sentinels,
         redis_sentinel_master=master,
+        relay_metrics_port=int(_number(env, "RELAY_METRICS_PORT", 0, minimum=1)) or None,
     )
 
 

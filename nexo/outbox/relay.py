@@ -34,6 +34,7 @@ from nexo.outbox.http_client import MAX_CONNECTIONS, HttpClient
 from nexo.outbox.registry import DESTINATIONS, route
 from nexo.settings import RelayCadence, Settings
 from nexo.states import AttemptOutcome
+from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,7 @@ def record_all(ctx: RelayContext, events: list[DictRow], results: list[destinati
                     error_class=r.error_class,
                 )
         tx.commit()
+    metrics.count_relay_attempts([(e["destination"], str(outcome)) for e, _, outcome, _, _ in plans])
     for e, _, outcome, _, error in plans:
         bind_request_id(e["request_id"])  # the request that wrote the event, on its log line
         if outcome == DESCARTADO:

@@ -35,6 +35,13 @@ REQUEST_ID_REUSED = Counter(
     registry=REGISTRY,
 )
 
+RELAY_ATTEMPTS = Counter(
+    "nexo_relay_attempts",
+    "Delivery attempts this host's relay processes recorded, by destination and outcome (ADR-019).",
+    ["destination", "outcome"],
+    registry=REGISTRY,
+)
+
 # Outcomes become label values: keep them a short identifier so a caller's bug cannot explode the
 # number of time series.
 _OUTCOME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -62,3 +69,13 @@ def count_request_id_reused() -> None:
         recorder.record_event("request_id_reused")
     except Exception:  # a metric must never fail an order
         log.warning("count_request_id_reused failed", exc_info=True)
+
+
+def count_relay_attempts(attempts: list[tuple[str, str]]) -> None:
+    """Count recorded delivery attempts, (destination, outcome) each; never raises."""
+    try:
+        for destination, outcome in attempts:
+            label = outcome if _OUTCOME.match(outcome.lower()) else "other"
+            RELAY_ATTEMPTS.labels(destination if _OUTCOME.match(destination) else "other", label).inc()
+    except Exception:  # a metric must never fail a delivery
+        log.warning("count_relay_attempts failed", exc_info=True)

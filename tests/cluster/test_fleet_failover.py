@@ -76,18 +76,8 @@ class Host(RunningStack):
         except requests.RequestException:
             return False
 
-    def processes(self) -> list[dict]:
-        proxy = self.rpc()
-        try:
-            return proxy.supervisor.getAllProcessInfo()
-        finally:
-            proxy("close")()  # the socket, now: an unclosed one is a warning, and warnings fail the suite
-
-    def all_running(self) -> bool:
-        return all(p["statename"] == "RUNNING" for p in self.processes())
-
     def pids(self) -> dict[str, int]:
-        return {p["name"]: p["pid"] for p in self.processes()}
+        return {p["name"]: p["pid"] for p in self.supervisor("getAllProcessInfo")}
 
 
 def _fake(kind: str, tmp_path: Path) -> tuple[subprocess.Popen, str]:

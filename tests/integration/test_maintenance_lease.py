@@ -91,3 +91,27 @@ def test_one_sweeper_across_hosts_reads_the_wake_up_queue_the_others_stand_by(db
     finally:
         for ctx in contexts:
             ctx.close()
+
+
+def test_a_worker_host_exports_its_own_relay_counters(db, fakes, relay, tmp_path):
+    import requests
+
+    from tests.helpers import free_port
+    from tests.relay_support import insert_confirmed_orders, wait_until
+
+    port, shared = free_port(), tmp_path / "prometheus"
+    shared.mkdir()
+    env = {"RELAY_METRICS_PORT": str(port), "PROMETHEUS_MULTIPROC_DIR": str(shared)}
+    relay.start_workers(2, **env)  # two processes of one host: one serves, both count
+    relay.start_sweepers(1, **env)
+    insert_confirmed_orders(db, 3)
+
+    def exported() -> str | None:
+        try:
+            text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+        except requests.RequestException:
+            return None
+        return text if 'nexo_relay_attempts_total{destination="fiscal",outcome="ENTREGADO"} 3.0' in text else None
+
+    text = wait_until(exported, timeout=60, message="the host's relay counters on RELAY_METRICS_PORT")
+    assert 'nexo_relay_attempts_total{destination="warehouse",outcome="ENTREGADO"} 3.0' in text
