@@ -40,9 +40,8 @@ def _measure(conn: psycopg.Connection, label: str) -> None:
             conn.execute(CLAIM_SQL, PARAMS).fetchall()
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
-    print(
-        f"{label}: {events:,} events, table {table / 1e6:.1f} MB, claim index {index / 1024:.0f} kB, claim of 16 p50 {times[10]:.2f} ms"
-    )
+    sizes = f"table {table / 1e6:.1f} MB, claim index {index / 1024:.0f} kB"
+    print(f"{label}: {events:,} events, {sizes}, claim of 16 p50 {times[10]:.2f} ms")
 
 
 def main() -> None:
