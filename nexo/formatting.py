@@ -1,11 +1,13 @@
-"""How every page shows money, moments and durations to people in Argentina (one place, so all pages agree).
+"""How every page shows money, moments, durations and an order's state to people in Argentina, and reads the
+money they type (one place, so all pages agree).
 
 init_app registers each one once for every template, under one name: `|money`, `|local_time`,
-`|duration`.
+`|duration`, `|order_status`, `|billing_status`.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 from flask import Flask
@@ -14,11 +16,32 @@ from flask import Flask
 ARGENTINA = timezone(timedelta(hours=-3), "ART")
 
 
+# An order's state in words (orders.status and orders.billing_status; nexo/states.py holds the codes,
+# which stay in data-* attributes). tests/unit/test_money_and_words.py checks every state has its words.
+ORDER_STATUS_WORDS = {
+    "CONFIRMADO": "Confirmado",
+    "PENDIENTE_AUTORIZACION": "Esperando autorización de crédito",
+    "RECHAZADO": "Rechazado por crédito",
+    "ANULADO": "Anulado",
+    "DESPACHADO_PARCIAL": "Despachado en parte",
+    "DESPACHADO": "Despachado",
+}
+BILLING_STATUS_WORDS = {
+    "NO_APLICA": "No corresponde",
+    "PENDIENTE_FACTURACION": "Factura pendiente",
+    "FACTURADO": "Facturado",
+    "ANULADA": "Factura anulada con nota de crédito",
+}
+
+
 def init_app(app: Flask) -> None:
-    """Give every template `|money`, `|local_time` (`seconds=True` on the dead-letter pages) and `|duration`."""
+    """Give every template `|money`, `|local_time` (`seconds=True` on the dead-letter pages), `|duration`,
+    `|order_status` and `|billing_status`."""
     app.add_template_filter(format_ars, "money")
     app.add_template_filter(format_local, "local_time")
     app.add_template_filter(format_duration, "duration")
+    app.add_template_filter(lambda code: ORDER_STATUS_WORDS.get(code, code), "order_status")
+    app.add_template_filter(lambda code: BILLING_STATUS_WORDS.get(code, code), "billing_status")
 
 
 def format_ars(cents: int | None) -> str:
@@ -28,6 +51,43 @@ def format_ars(cents: int | None) -> str:
     sign = "-" if cents < 0 else ""
     pesos, centavos = divmod(abs(int(cents)), 100)
     return f"{sign}$ {pesos:,}".replace(",", ".") + f",{centavos:02d}"
+
+
+# Pesos as people write them in Argentina: "1234,56", "1.234,56", "1.234", "$ 50" — dots between groups
+# of three digits, a comma before at most two decimals, ASCII digits only ("١٢" is not a number here).
+_ARS = re.compile(r"(?P<pesos>[0-9]{1,3}(?:\.[0-9]{3})+|[0-9]+)(?:,(?P<cents>[0-9]+))?")
+_ARS_DIGITS = 16  # ten trillion pesos have 14 digits: past this a typo, not an amount (and int() stays cheap)
+
+
+class MoneyInputError(ValueError):
+    """Text that is not an amount of pesos; the message says why, in Spanish, for the form."""
+
+
+def parse_ars(text: str) -> int:
+    """Pesos as people write them ("1.234,56", "1234,56", "$ 50") → integer cents; MoneyInputError otherwise.
+
+    Refused: a sign, more than two decimals, another format ("1,234.56", "1234.56", "1 234"), no digits.
+    Zero is an amount (a limit may be 0); whether it is allowed is the caller's rule.
+    """
+    cleaned = text.strip()
+    if cleaned.startswith("$"):
+        cleaned = cleaned[1:].lstrip()
+    if cleaned.startswith(("-", "\u2212")):
+        raise MoneyInputError("El importe no puede ser negativo.")
+    if not cleaned:
+        raise MoneyInputError("Escribí un importe, por ejemplo 1.234,56.")
+    if len(cleaned) > _ARS_DIGITS + 8:
+        raise MoneyInputError("El importe es demasiado grande.")
+    found = _ARS.fullmatch(cleaned)
+    if found is None:
+        raise MoneyInputError("Escribí el importe como 1.234,56 o 1234,56 (coma para los centavos, puntos para los miles).")
+    cents = found.group("cents") or ""
+    if len(cents) > 2:
+        raise MoneyInputError("El importe admite hasta dos decimales (centavos).")
+    pesos = found.group("pesos").replace(".", "").lstrip("0") or "0"
+    if len(pesos) > _ARS_DIGITS:
+        raise MoneyInputError("El importe es demasiado grande.")
+    return int(pesos) * 100 + int(cents.ljust(2, "0"))
 
 
 def format_local(moment: datetime | None, *, seconds: bool = False) -> str:

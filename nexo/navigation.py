@@ -1,9 +1,12 @@
-"""The navigation bar: one link per capability the logged-in person may use."""
+"""The navigation bar: one link per capability the logged-in person may use; and the sections a package adds
+to another's page (the warehouse page shows the orders to dispatch, which are nexo/orders' to know)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask, current_app, g, url_for
 from flask_login import current_user
@@ -30,6 +33,26 @@ def init_app(app: Flask) -> None:
 def add_badge(app: Flask, endpoint: str, count: Callable[[], int | None]) -> None:
     """Show count() next to a menu link (e.g. the orders waiting for credit); None shows no badge."""
     app.extensions.setdefault("nexo.nav_badges", {})[endpoint] = count
+
+
+@dataclass(frozen=True)
+class Section:
+    """Part of a page drawn by another package: its template, and what it reads on the page's connection."""
+
+    template: str
+    load: Callable[[Any], dict]
+
+
+def add_section(app: Flask, endpoint: str, section: Section) -> None:
+    """Show `section` on the page of `endpoint`, after what that page shows itself; packages of one layer stay
+    apart (scripts/check_layers.py): the page never imports the package that adds the section."""
+    app.extensions.setdefault("nexo.page_sections", {}).setdefault(endpoint, []).append(section)
+
+
+def sections(endpoint: str, conn) -> list[dict]:
+    """The sections added to a page, loaded on its connection: [{"template", "data"}]."""
+    added = current_app.extensions.get("nexo.page_sections", {}).get(endpoint, [])
+    return [{"template": section.template, "data": section.load(conn)} for section in added]
 
 
 def nav_links() -> list[dict]:

@@ -19,6 +19,7 @@ _PENDING_SQL = """
            -- RN-07 is BLOCKED: the age of the soft reservations is shown, never an expiry.
            floor(extract(epoch FROM now() - soft.oldest))::bigint AS soft_age_s,
            soft.released_lines,
+           paid.paid_since_cents, paid.last_paid_at,
            count(*) OVER () AS matching
       FROM orders o
       JOIN client c ON c.id = o.client_id
@@ -27,6 +28,11 @@ _PENDING_SQL = """
            SELECT min(r.created_at) FILTER (WHERE r.kind = 'BLANDA' AND r.released_at IS NULL) AS oldest,
                   count(*) FILTER (WHERE r.released_at IS NOT NULL) AS released_lines
              FROM stock_reservation r WHERE r.order_id = o.id) soft ON true
+      -- What the client paid since the order was entered (payment_client_idx): Laura is told when it brought
+      -- the client back under its limit; she still decides (CU-02).
+      LEFT JOIN LATERAL (
+           SELECT sum(p.amount_cents) AS paid_since_cents, max(p.created_at) AS last_paid_at
+             FROM payment p WHERE p.client_id = o.client_id AND p.created_at > o.created_at) paid ON true
      WHERE o.status = 'PENDIENTE_AUTORIZACION'
        AND (%(order_id)s::uuid IS NULL OR o.id = %(order_id)s::uuid)
        AND (%(client_id)s::uuid IS NULL OR o.client_id = %(client_id)s::uuid)

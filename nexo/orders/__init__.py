@@ -1,17 +1,20 @@
-"""CU-01 order entry: the salesperson's form, the create_order use case and the order pages."""
+"""CU-01 order entry and the order's life: the salesperson's form, create_order, the order pages, cancel and
+the warehouse's dispatch."""
 
 from __future__ import annotations
 
 from flask import Flask
 
-from nexo import errors
-from nexo.orders import views
+from nexo import errors, navigation
+from nexo.orders import views, warehouse_views
 from nexo.orders.client_options import ClientOptions
 
 
 def init_app(app: Flask) -> None:
-    """Register the order pages, the form's client select of this process and the form's retry advice."""
-    app.register_blueprint(views.bp)
+    """Register the order pages (the dispatch route too), the orders to dispatch on the warehouse page, the form's
+    client select of this process and the form's retry advice."""
+    app.register_blueprint(views.bp)  # with warehouse_views' route on it
+    navigation.add_section(app, "handoffs.list_handoffs", warehouse_views.SECTION)
     app.extensions["nexo.client_options"] = ClientOptions()
     # A database outage can cut the order transaction before or after its commit. Confirming the same
     # form again is always safe: its requestId returns the order if it was kept (RN-06, ADR-005).

@@ -75,18 +75,20 @@ def catalog_of(conn: Conn, skus: list[str]) -> list[DictRow]:
 
 
 def order_header(conn: Conn, order_id: UUID) -> DictRow | None:
-    """The order with its client, warehouse, salesperson, origin (form or API key) and credit decision, or None."""
+    """The order with its client, warehouse, salesperson, origin (form or API key), credit decision and cancel, or None."""
     return conn.execute(
         """
         SELECT o.*, c.name AS client_name, c.tier AS client_tier, c.credit_limit_cents, c.exposure_cents,
                w.name AS warehouse_name, s.username AS salesperson_username, s.full_name AS salesperson_name,
-               d.username AS decided_by_username, d.full_name AS decided_by_name, k.name AS api_key_name
+               d.username AS decided_by_username, d.full_name AS decided_by_name, k.name AS api_key_name,
+               x.full_name AS cancelled_by_name
           FROM orders o
           JOIN client c ON c.id = o.client_id
           JOIN warehouse w ON w.id = o.warehouse_id
           JOIN app_user s ON s.id = o.salesperson_id
           LEFT JOIN app_user d ON d.id = o.decided_by
           LEFT JOIN api_key k ON k.id = o.api_key_id
+          LEFT JOIN app_user x ON x.id = o.cancelled_by
          WHERE o.id = %s
         """,
         [order_id],
@@ -94,12 +96,34 @@ def order_header(conn: Conn, order_id: UUID) -> DictRow | None:
 
 
 def order_lines(conn: Conn, order_id: UUID) -> list[DictRow]:
-    """The order's lines with the prices charged, by SKU."""
+    """The order's lines with the prices charged and how much of each left the warehouse, by SKU."""
     return conn.execute(
         """
-        SELECT l.sku, p.name, l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents AS amount_cents
-          FROM order_line l JOIN product p ON p.id = l.product_id
+        SELECT l.sku, p.name, l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents AS amount_cents,
+               coalesce(r.dispatched, 0) AS dispatched
+          FROM order_line l
+          JOIN orders o ON o.id = l.order_id
+          JOIN product p ON p.id = l.product_id
+          LEFT JOIN stock_reservation r
+                 ON r.order_id = l.order_id AND r.product_id = l.product_id AND r.warehouse_id = o.warehouse_id
          WHERE l.order_id = %s ORDER BY l.sku
+        """,
+        [order_id],
+    ).fetchall()
+
+
+def order_shipments(conn: Conn, order_id: UUID) -> list[DictRow]:
+    """What left the warehouse for the order, one row per dispatch (who, when, which key, its lines), oldest first."""
+    return conn.execute(
+        """
+        SELECT s.id, s.created_at, u.full_name AS created_by_name, k.name AS api_key_name,
+               coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.sku)
+                           FROM shipment_line l WHERE l.shipment_id = s.id), '[]') AS lines
+          FROM shipment s
+          JOIN app_user u ON u.id = s.created_by
+          LEFT JOIN api_key k ON k.id = s.api_key_id
+         WHERE s.order_id = %s
+         ORDER BY s.created_at, s.id
         """,
         [order_id],
     ).fetchall()
@@ -118,14 +142,16 @@ def order_reservations(conn: Conn, order_id: UUID) -> list[DictRow]:
 
 
 def order_events(conn: Conn, order_id: UUID) -> list[DictRow]:
-    """The order's outbox events with attempts, last error and the latest dead letter, if any."""
+    """The order's outbox events (compensations and withdrawn ones too) with attempts, last error and the latest
+    dead letter, if any."""
     return conn.execute(
         """
         SELECT e.id, e.event_type, e.destination, e.status, e.attempts, e.last_error, e.next_attempt_at,
-               e.delivered_at, e.created_at,
-               dl.status AS dead_letter_status, dl.resolved_by, dl.resolution_note, dl.resolved_at
+               e.delivered_at, e.created_at, e.withdrawn_at, e.depends_on,
+               dl.status AS dead_letter_status, dl.resolved_by, dl.resolution_note, dl.resolved_at,
+               dl.created_at AS dead_letter_at
           FROM outbox_event e
-          LEFT JOIN LATERAL (SELECT d.status, d.resolved_by, d.resolution_note, d.resolved_at
+          LEFT JOIN LATERAL (SELECT d.status, d.resolved_by, d.resolution_note, d.resolved_at, d.created_at
                                FROM dead_letter d WHERE d.event_id = e.id
                               ORDER BY d.created_at DESC, d.id DESC LIMIT 1) dl ON true
          WHERE e.aggregate_id = %s ORDER BY e.created_at, e.event_type
