@@ -6,15 +6,14 @@ payment_client_idx, audit_log_object_idx) and stops at its page.
 
 from __future__ import annotations
 
-from typing import Any
-
 from psycopg import Connection
+from psycopg.rows import DictRow
 
-Row = dict[str, Any]
+Row = DictRow
 PAGE_SIZE = 50
 
 
-def client(conn: Connection, client_id) -> Row | None:
+def client(conn: Connection[DictRow], client_id) -> Row | None:
     """The client's credit figures: limit, exposure (what it owes plus its confirmed orders), available credit."""
     return conn.execute(
         """
@@ -26,7 +25,7 @@ def client(conn: Connection, client_id) -> Row | None:
     ).fetchone()
 
 
-def open_orders(conn: Connection, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def open_orders(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """The client's open orders (CONFIRMADO, PENDIENTE_AUTORIZACION, DESPACHADO_PARCIAL: CONTRACT.md), newest first."""
     return conn.execute(
         """
@@ -40,7 +39,7 @@ def open_orders(conn: Connection, client_id, *, limit: int = PAGE_SIZE) -> list[
     ).fetchall()
 
 
-def payments(conn: Connection, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def payments(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """The client's payments, newest first, with who recorded each (or which API key)."""
     return conn.execute(
         """
@@ -56,7 +55,7 @@ def payments(conn: Connection, client_id, *, limit: int = PAGE_SIZE) -> list[Row
     ).fetchall()
 
 
-def decisions(conn: Connection, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def decisions(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """What was decided about the client's credit, newest first: credit approvals and rejections of its orders,
     limit changes (with their reason) and payments, each with its time, who and the figures it moved."""
     return conn.execute(

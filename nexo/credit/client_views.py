@@ -62,8 +62,8 @@ def record_payment(client_id: uuid.UUID):
         return _render(client_id, payment_form=form, status=400)
     cmd = payments.RecordPayment(
         client_id=client_id,
-        amount_cents=parse_ars(form.amount.data),
-        reference=form.reference.data,
+        amount_cents=parse_ars(form.amount.data or ""),
+        reference=form.reference.data or "",
         actor_id=current_user.id,
         actor_username=current_user.username,
         idempotency_key=key,
@@ -96,8 +96,10 @@ def change_limit(client_id: uuid.UUID):
     form = LimitForm()
     if not form.validate_on_submit():
         return _render(client_id, limit_form=form, status=400)
-    limit = parse_ars(form.limit.data)
-    previous = payments.change_limit(get_db(), payments.ChangeLimit(client_id, limit, form.reason.data, current_user.username))
+    limit = parse_ars(form.limit.data or "")
+    previous = payments.change_limit(
+        get_db(), payments.ChangeLimit(client_id, limit, form.reason.data or "", current_user.username)
+    )
     if previous is None:
         abort(404)
     flash(f"Límite de crédito cambiado de {format_ars(previous)} a {format_ars(limit)}.", "info")

@@ -83,11 +83,11 @@ def _dispatches(shipments: list[Row]) -> list[Step]:
     steps = []
     for shipment in shipments:
         who = (
-            f"informado por la API con la clave «{shipment['api_key_name']}»"
+            f"lo informó la API con la clave «{shipment['api_key_name']}»"
             if shipment["api_key_name"]
-            else f"registró {shipment['created_by_name']}"
+            else f"lo registró {shipment['created_by_name']}"
         )
-        steps.append(Step(shipment["created_at"], "dispatched", f"Salió del depósito: {_units(shipment['lines'])} ({who})."))
+        steps.append(Step(shipment["created_at"], "dispatched", f"Salió del depósito: {_units(shipment['lines'])}; {who}."))
     return steps
 
 

@@ -211,7 +211,7 @@ def cancel_order(order_id: uuid.UUID):
             order_id=order_id,
             actor_id=current_user.id,
             actor_username=current_user.username,
-            reason=form.reason.data,
+            reason=form.reason.data or "",
             may_cancel_any=current_user.can(CANCEL_ANY),
             correlation_id=g.get("request_id"),
         ),

@@ -10,11 +10,10 @@ warehouse page costs the same with ten or a million orders (test_query_plans.py)
 
 from __future__ import annotations
 
-from typing import Any
-
 from psycopg import Connection
+from psycopg.rows import DictRow
 
-Row = dict[str, Any]
+Row = DictRow
 PAGE_SIZE = 50
 COUNT_CAP = 1_000  # counted one by one at most; beyond, "more than"
 # nexo.states.DISPATCHABLE spelled as migration 0110's partial index spells it: a literal, so the planner
@@ -30,7 +29,7 @@ _ORDER_TO_DISPATCH = """
            coalesce((SELECT json_agg(json_build_object(
                                 'sku', l.sku, 'name', p.name, 'quantity', l.quantity,
                                 'dispatched', coalesce(r.dispatched, 0),
-                                'remaining', CASE WHEN r.released_at IS NULL THEN r.quantity - r.dispatched ELSE 0 END)
+                                'remaining', coalesce(CASE WHEN r.released_at IS NULL THEN r.quantity - r.dispatched END, 0))
                             ORDER BY l.sku)
                        FROM order_line l
                        JOIN product p ON p.id = l.product_id
@@ -44,7 +43,7 @@ _ORDER_TO_DISPATCH = """
 """
 
 
-def orders_to_dispatch(conn: Connection, *, limit: int = PAGE_SIZE) -> list[Row]:
+def orders_to_dispatch(conn: Connection[DictRow], *, limit: int = PAGE_SIZE) -> list[Row]:
     """Confirmed orders the warehouse received and has not fully dispatched, oldest first, with what remains of each line."""
     return conn.execute(
         f"WITH picked AS (SELECT id FROM orders WHERE {WAITING} AND {RECEIVED} ORDER BY created_at, id LIMIT %s)"
@@ -53,20 +52,21 @@ def orders_to_dispatch(conn: Connection, *, limit: int = PAGE_SIZE) -> list[Row]
     ).fetchall()
 
 
-def order_to_dispatch(conn: Connection, order_id) -> Row | None:
+def order_to_dispatch(conn: Connection[DictRow], order_id) -> Row | None:
     """One order as the dispatch section shows it, whatever its state (a refused dispatch shows its form again)."""
     return conn.execute("WITH picked AS (SELECT %s::uuid AS id)" + _ORDER_TO_DISPATCH, [order_id]).fetchone()
 
 
-def count_to_dispatch(conn: Connection) -> int:
+def count_to_dispatch(conn: Connection[DictRow]) -> int:
     """How many orders wait to be dispatched, at most COUNT_CAP + 1."""
-    return conn.execute(
+    row = conn.execute(
         f"SELECT count(*) AS n FROM (SELECT 1 FROM orders WHERE {WAITING} AND {RECEIVED} ORDER BY created_at, id LIMIT %s) AS w",
         [COUNT_CAP + 1],
-    ).fetchone()["n"]
+    ).fetchone()
+    return row["n"] if row else 0
 
 
-def recent_shipments(conn: Connection, *, limit: int = 20) -> list[Row]:
+def recent_shipments(conn: Connection[DictRow], *, limit: int = 20) -> list[Row]:
     """The latest dispatches, newest first: when, who (or which API key), what left, and the order's state now."""
     return conn.execute(
         """
