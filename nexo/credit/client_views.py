@@ -12,6 +12,7 @@ from nexo.auth.permissions import permission_required
 from nexo.credit import client_queries as queries
 from nexo.credit import payments
 from nexo.credit.forms import LimitForm, PaymentForm
+from nexo.errors import render_error
 from nexo.extensions import get_db
 from nexo.formatting import format_ars, parse_ars
 
@@ -86,7 +87,7 @@ def record_payment(client_id: uuid.UUID):
             form.amount.errors = [f"Es más de lo que el cliente debe ({format_ars(owed)}): no se registró nada."]
             return _render(client_id, payment_form=form, reason="payment_exceeds_exposure", status=422)
         case payments.ClientNotFound():
-            abort(404)
+            return render_error(404)
 
 
 @bp.route("/<uuid:client_id>/limit", methods=["POST"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import parse_qsl
 
-from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
@@ -20,6 +20,8 @@ bp = Blueprint("credit", __name__, url_prefix="/credit")
 log = logging.getLogger(__name__)
 
 PERMISSION = "credit.authorize"
+# Who may read the queue: credit, and the owner (clients.view: credit and the owner), who sees no buttons.
+QUEUE_READERS = (PERMISSION, "clients.view")
 DECIDED_PAGE_SIZE = 50
 # RN-02 and RN-07 are BLOCKED: the queue names the questions instead of inventing the numbers.
 OPEN_QUESTIONS = {u.key: u for u in UNKNOWNS if u.key in ("RN-02", "RN-07")}
@@ -32,9 +34,11 @@ def helpers():
 
 
 @bp.route("/queue")
-@permission_required(PERMISSION)
 def queue():
-    """Orders waiting for credit, oldest first, with the figures the decision needs."""
+    """Orders waiting for credit, oldest first, with the figures the decision needs; the owner reads it without
+    the approve and reject buttons (CONTRACT.md)."""
+    if not any(current_user.can(permission) for permission in QUEUE_READERS):
+        abort(403)
     filters = QueueFilters.from_args(request.args)
     with get_db().reading() as conn:
         orders = queries.pending_orders(
@@ -98,9 +102,10 @@ def reject(order_id):
 
 
 @bp.route("/decided")
-@permission_required(PERMISSION)
 def decided():
-    """Who decided what, when and why, newest first."""
+    """Who decided what, when and why, newest first (read by the same people as the queue)."""
+    if not any(current_user.can(permission) for permission in QUEUE_READERS):
+        abort(403)
     asked = request.args.get("page", "1")
     page = int(asked) if asked.isdigit() and 0 < int(asked) < 100_000 else 1
     with get_db().reading() as conn:

@@ -8,6 +8,7 @@ from flask import Blueprint, abort, current_app, flash, g, redirect, render_temp
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
+from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_ars
 from nexo.orders import cancel, commands, queries, service, timeline
@@ -230,7 +231,7 @@ def cancel_order(order_id: uuid.UUID):
             back = url_for("orders.show_order", order_id=order_id)
             return render_template("orders/refused.html", reason="order_not_cancellable", message=message, back=back), 409
         case cancel.NotFound():
-            abort(404)
+            return render_error(404)  # someone else's order looks exactly like a missing one
 
 
 def _cancelled_message(result: cancel.Cancelled) -> str:

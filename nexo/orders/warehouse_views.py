@@ -14,6 +14,7 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
+from nexo.errors import render_error
 from nexo.extensions import get_db
 from nexo.navigation import Section
 from nexo.orders import dispatch, shipments
@@ -79,7 +80,7 @@ def dispatch_order(order_id: uuid.UUID):
             typed.error = errors.get("lines", "Revisá el formulario: no se registró nada.")
             return _form_again(order_id, typed, 400, key=key)
         case dispatch.NotFound():
-            abort(404)
+            return render_error(404)
 
 
 def _dispatched_message(shipment_id: uuid.UUID, status: str) -> str:

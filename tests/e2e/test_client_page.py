@@ -240,3 +240,14 @@ def test_the_order_page_links_the_client_only_for_who_may_open_it(client, auth, 
         as_user(client, auth, who)
         link = re.search(r'href="(/clients/[0-9a-f-]{36})" data-client-link', page(client, f"/orders/{order_id}")).group(1)
         assert client.get(link).status_code == 200
+
+
+def test_the_owner_reads_the_queue_without_its_buttons_and_reaches_the_account_from_it(client, auth, db):
+    order_id = enter(client, auth, [("CAB-045", 2)], client_name=PLATINO)
+    as_user(client, auth, "marta")
+    card = row_of(page(client, "/credit/queue"), order_id)
+    assert "/approve" not in card and "/reject" not in card
+    assert client.get(re.search(r'href="(/clients/[0-9a-f-]{36})"', card).group(1)).status_code == 200
+    assert client.get("/credit/decided").status_code == 200
+    as_user(client, auth, "vendedor1")
+    assert client.get("/credit/queue").status_code == 403

@@ -24,7 +24,7 @@ from tests.integration.order_helpers import exposure, stock, user_id
 def test_the_salesperson_cancels_a_confirmed_order_and_is_told_what_was_released_and_given_back(client, auth, db):
     before = exposure(db, "Corralón del Sur")
     order_id = enter(client, auth, [("COR-200", 3), ("TOR-010", 10)])
-    assert 'data-cancel-form' in page(client, f"/orders/{order_id}")
+    assert "data-cancel-form" in page(client, f"/orders/{order_id}")
 
     response = cancel(client, order_id, "el cliente llamó: ya no lo quiere")
 

@@ -73,7 +73,10 @@ def test_part_then_the_rest_from_the_form_and_the_last_dispatches_show_the_order
 
     assert first.status_code == 303
     assert status_of(db, order_id) == "DESPACHADO_PARCIAL"
-    assert stock(db, "COR-200") == {"on_hand": 499, "reserved": 3} and stock(db, "TOR-010") == {"on_hand": 10_000, "reserved": 100}
+    assert stock(db, "COR-200") == {"on_hand": 499, "reserved": 3} and stock(db, "TOR-010") == {
+        "on_hand": 10_000,
+        "reserved": 100,
+    }
     books_hold(db)
     html = page(client, "/warehouse")
     assert "Despacho registrado: 1 × COR-200. El pedido queda despachado en parte." in html
@@ -83,7 +86,9 @@ def test_part_then_the_rest_from_the_form_and_the_last_dispatches_show_the_order
         "TOR-010": "100",
     }
     shipment = re.search(r'<tr data-shipment-id="[^"]+" data-shipment-order="' + order_id + r'">(.*?)</tr>', html, re.S).group(1)
-    assert 'data-order-status="DESPACHADO_PARCIAL"' in shipment and "1 × COR-200" in shipment and "Despachado en parte" in shipment
+    assert (
+        'data-order-status="DESPACHADO_PARCIAL"' in shipment and "1 × COR-200" in shipment and "Despachado en parte" in shipment
+    )
 
     rest = dispatch(client, order_id)
     assert rest.status_code == 303 and status_of(db, order_id) == "DESPACHADO"

@@ -79,7 +79,8 @@ def test_every_state_has_its_words_and_no_words_are_a_code():
 
 
 def test_the_warehouse_list_spells_the_dispatchable_states_as_the_use_case_does():
-    assert WAITING == "status IN (" + ", ".join(f"'{s}'" for s in DISPATCHABLE) + ")"
+    spelled = "status IN (" + ", ".join(f"'{s}'" for s in DISPATCHABLE) + ")"
+    assert spelled == WAITING
 
 
 # --- the dispatch form --------------------------------------------------------------------------------
