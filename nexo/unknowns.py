@@ -87,4 +87,40 @@ UNKNOWNS = [
         "Ninguna clave se borra: la tabla crece con cada pedido, una fila por pedido. Un formulario "
         "abierto toda la mañana o una integración que reintenta días después siguen reconociéndose.",
     ),
+    Unknown(
+        "RETURNS-AFTER-DISPATCH",
+        "¿Cómo se devuelve mercadería de un pedido que ya salió del depósito?",
+        "Marta y Laura",
+        "nexo/orders/cancel.py y nexo/states.py (CANCELLABLE)",
+        "Las devoluciones no están modeladas: un pedido despachado (en parte o todo) no se puede anular.",
+    ),
+    Unknown(
+        "CANCEL-INVOICED",
+        "¿Se puede anular un pedido FACTURADO sin el consentimiento del proveedor fiscal?",
+        "Marta, el contador y el proveedor fiscal",
+        "nexo/outbox/order_events.py (billing.intent_cancelled)",
+        "Se anula mientras no salió nada y se pide la nota de crédito; la factura figura FACTURADO hasta que el "
+        "proveedor la emite (ANULADA). Si la rechaza, queda una entrega fallida para decidir.",
+    ),
+    Unknown(
+        "CREDIT-NOTE-UNKNOWN-INVOICE",
+        "¿Qué responde el proveedor fiscal real a una nota de crédito de una factura que nunca emitió?",
+        "Operaciones y el proveedor fiscal",
+        "nexo/outbox/relay.py (ADR-017)",
+        "Se supone lo que responden los simuladores (422 original_not_applied): la anulación queda RETIRADO.",
+    ),
+    Unknown(
+        "STOCK-RECEIPTS",
+        "¿Cómo entran a Nexo las compras recibidas y los conteos de stock?",
+        "Marta y Sergio",
+        "stock_level.on_hand, flask check (nexo/books.py)",
+        "No están modelados: solo un despacho baja on_hand, y flask check marca cualquier cambio manual.",
+    ),
+    Unknown(
+        "CREDIT-BALANCE",
+        "¿Qué se hace con el saldo a favor de un cliente que pagó un pedido que después se anuló?",
+        "Laura y Marta",
+        "client.exposure_cents (migración 0100)",
+        "La exposición queda negativa: el saldo a favor lo usan sus próximos pedidos; Nexo no reintegra nada.",
+    ),
 ]
