@@ -6,14 +6,15 @@ payment_client_idx, audit_log_object_idx) and stops at its page.
 
 from __future__ import annotations
 
-from psycopg import Connection
 from psycopg.rows import DictRow
+
+from nexo.db import Conn
 
 Row = DictRow
 PAGE_SIZE = 50
 
 
-def client(conn: Connection[DictRow], client_id) -> Row | None:
+def client(conn: Conn, client_id) -> Row | None:
     """The client's credit figures: limit, exposure (what it owes plus its confirmed orders), available credit."""
     return conn.execute(
         """
@@ -25,7 +26,7 @@ def client(conn: Connection[DictRow], client_id) -> Row | None:
     ).fetchone()
 
 
-def open_orders(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def open_orders(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """The client's open orders (CONFIRMADO, PENDIENTE_AUTORIZACION, DESPACHADO_PARCIAL: CONTRACT.md), newest first."""
     return conn.execute(
         """
@@ -39,7 +40,7 @@ def open_orders(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE)
     ).fetchall()
 
 
-def payments(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def payments(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """The client's payments, newest first, with who recorded each (or which API key)."""
     return conn.execute(
         """
@@ -55,7 +56,7 @@ def payments(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) ->
     ).fetchall()
 
 
-def decisions(conn: Connection[DictRow], client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
+def decisions(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """What was decided about the client's credit, newest first: credit approvals and rejections of its orders,
     limit changes (with their reason) and payments, each with its time, who and the figures it moved."""
     return conn.execute(

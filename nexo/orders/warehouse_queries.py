@@ -10,8 +10,9 @@ warehouse page costs the same with ten or a million orders (test_query_plans.py)
 
 from __future__ import annotations
 
-from psycopg import Connection
 from psycopg.rows import DictRow
+
+from nexo.db import Conn
 
 Row = DictRow
 PAGE_SIZE = 50
@@ -43,7 +44,7 @@ _ORDER_TO_DISPATCH = """
 """
 
 
-def orders_to_dispatch(conn: Connection[DictRow], *, limit: int = PAGE_SIZE) -> list[Row]:
+def orders_to_dispatch(conn: Conn, *, limit: int = PAGE_SIZE) -> list[Row]:
     """Confirmed orders the warehouse received and has not fully dispatched, oldest first, with what remains of each line."""
     return conn.execute(
         f"WITH picked AS (SELECT id FROM orders WHERE {WAITING} AND {RECEIVED} ORDER BY created_at, id LIMIT %s)"
@@ -52,12 +53,12 @@ def orders_to_dispatch(conn: Connection[DictRow], *, limit: int = PAGE_SIZE) -> 
     ).fetchall()
 
 
-def order_to_dispatch(conn: Connection[DictRow], order_id) -> Row | None:
+def order_to_dispatch(conn: Conn, order_id) -> Row | None:
     """One order as the dispatch section shows it, whatever its state (a refused dispatch shows its form again)."""
     return conn.execute("WITH picked AS (SELECT %s::uuid AS id)" + _ORDER_TO_DISPATCH, [order_id]).fetchone()
 
 
-def count_to_dispatch(conn: Connection[DictRow]) -> int:
+def count_to_dispatch(conn: Conn) -> int:
     """How many orders wait to be dispatched, at most COUNT_CAP + 1."""
     row = conn.execute(
         f"SELECT count(*) AS n FROM (SELECT 1 FROM orders WHERE {WAITING} AND {RECEIVED} ORDER BY created_at, id LIMIT %s) AS w",
@@ -66,7 +67,7 @@ def count_to_dispatch(conn: Connection[DictRow]) -> int:
     return row["n"] if row else 0
 
 
-def recent_shipments(conn: Connection[DictRow], *, limit: int = 20) -> list[Row]:
+def recent_shipments(conn: Conn, *, limit: int = 20) -> list[Row]:
     """The latest dispatches, newest first: when, who (or which API key), what left, and the order's state now."""
     return conn.execute(
         """
