@@ -180,16 +180,7 @@ def _exercise(app, db, recorder):
     _visit(
         client, recorder, "POST approve", "POST", f"/credit/queue/{pending}/approve", {"csrf_token": csrf_token(page), "note": ""}
     )
-    _visit(client, recorder, "GET /clients/<id>", "GET", f"/clients/{grown_client}")
-    payment = {"csrf_token": csrf_token(page), "amount": "1,00", "reference": "recibo", "payment_id": str(uuid.uuid4())}
-    _visit(client, recorder, "POST /clients/<id>/payments", "POST", f"/clients/{grown_client}/payments", payment, ok=(303, 422))
-    limit = {"csrf_token": csrf_token(page), "limit": "1.000.000", "reason": "revisión anual"}
-    _visit(client, recorder, "POST /clients/<id>/limit", "POST", f"/clients/{grown_client}/limit", limit)
-    client = _login(app, "sergio")
-    page = _visit(client, recorder, "GET /warehouse", "GET", "/warehouse").get_data(as_text=True)
-    shipment = {"csrf_token": csrf_token(page), "dispatch_id": str(uuid.uuid4())}
-    _visit(client, recorder, "POST dispatch", "POST", f"/warehouse/orders/{to_dispatch}/dispatch", shipment)
-    _visit(client, recorder, "GET /warehouse after a dispatch", "GET", "/warehouse")
+    _exercise_account_and_warehouse(app, recorder, grown_client, to_dispatch)
     client = _login(app, "marta")
     _visit(client, recorder, "GET /ops", "GET", "/ops")
     for label, query in (
@@ -204,6 +195,21 @@ def _exercise(app, db, recorder):
     _visit(client, recorder, "GET /admin/dead-letters/<id>", "GET", f"/admin/dead-letters/{dead_letter}")
     client = _login(app, "vendedor1")
     _visit(client, recorder, "GET /metrics", "GET", "/metrics")
+
+
+def _exercise_account_and_warehouse(app, recorder, grown_client, to_dispatch) -> None:
+    """A client's account and its forms (credit), the warehouse page and its dispatch form (the warehouse)."""
+    client = _login(app, "laura")
+    page = _visit(client, recorder, "GET /clients/<id>", "GET", f"/clients/{grown_client}").get_data(as_text=True)
+    payment = {"csrf_token": csrf_token(page), "amount": "1,00", "reference": "recibo", "payment_id": str(uuid.uuid4())}
+    _visit(client, recorder, "POST /clients/<id>/payments", "POST", f"/clients/{grown_client}/payments", payment, ok=(303, 422))
+    limit = {"csrf_token": csrf_token(page), "limit": "1.000.000", "reason": "revisión anual"}
+    _visit(client, recorder, "POST /clients/<id>/limit", "POST", f"/clients/{grown_client}/limit", limit)
+    client = _login(app, "sergio")
+    page = _visit(client, recorder, "GET /warehouse", "GET", "/warehouse").get_data(as_text=True)
+    shipment = {"csrf_token": csrf_token(page), "dispatch_id": str(uuid.uuid4())}
+    _visit(client, recorder, "POST dispatch", "POST", f"/warehouse/orders/{to_dispatch}/dispatch", shipment)
+    _visit(client, recorder, "GET /warehouse after a dispatch", "GET", "/warehouse")
 
 
 def test_no_request_path_scans_a_big_table(app, db, grown, monkeypatch):
