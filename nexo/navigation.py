@@ -22,6 +22,8 @@ NAV_ITEMS = [
     ("Operaciones", "ops.dashboard", "ops.view"),
     ("Entregas fallidas", "deadletters.list_dead_letters", "dlq.admin"),
     ("Claves de API", "apikeys_admin.list_keys", "ops.view"),
+    ("Usuarios", "users_admin.list_users", "users.admin"),
+    ("Ingresos", "users_admin.auth_events", "users.admin"),
 ]
 
 

@@ -11,18 +11,18 @@ Decisions:
   X-Forwarded-For/-Proto hops, which also gives the login limit the client's address instead of the
   proxy's. COOKIE_SECURE=always marks the cookie Secure even on plain HTTP (a belt for deployments
   whose proxy does not send X-Forwarded-Proto).
-- Login rate limits (Flask-Limiter, Redis storage from REDIS_URL so every worker and process shares
-  the counters): only failed attempts (401) count; LOGIN_RATE_LIMIT_USERNAME per username (default
-  5 per 15 minutes) and LOGIN_RATE_LIMIT_IP per client address (default 20 per 15 minutes), moving
-  window. Security settings (nexo.settings.SecuritySettings), not business rules. The username is
-  hashed before it becomes a key, so neither Redis nor the limiter's log line ever holds what someone
-  typed there (sometimes a password).
-  When Redis is down the limiter fails open (login keeps working) and logs the failure.
+- Login rate limits, counted in Redis so every worker and process shares them: LOGIN_RATE_LIMIT_USERNAME
+  per username (default 5 per 15 minutes) takes its place BEFORE the password check, atomically
+  (nexo/auth/login_limit.py, CONTRACT.md); LOGIN_RATE_LIMIT_IP per client address (default 20 per 15
+  minutes, Flask-Limiter, moving window) counts the failed attempts (401). Security settings
+  (nexo.settings.SecuritySettings), not business rules. When Redis is down both fail open (login keeps
+  working) and log the failure.
+- `Cache-Control: no-store` on every answer to a logged-in person and on /api/ (ADR-018): a shared
+  computer's cache or a proxy never keeps a page with credit limits or orders.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 
@@ -86,6 +86,9 @@ def add_security_headers(response):
     """Set the security headers on a response (a view may already have set a stricter one)."""
     for name, value in HEADERS.items():
         response.headers.setdefault(name, value)
+    user = g.get("_login_user")  # loaded for every page behind the login, never for static files
+    if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+        response.headers["Cache-Control"] = "no-store"
     if request.is_secure:
         response.headers.setdefault("Strict-Transport-Security", HSTS)
     if response.status_code == 429 and g.get("retry_after_s"):
@@ -104,12 +107,6 @@ def login_rate_limited(view):
 
 def _client_key() -> str:
     return "ip:" + (request.remote_addr or "unknown")
-
-
-def _username_key() -> str:
-    # Hashed: the key (and the limiter's own log line) must not hold what was typed (ADR: no secrets in logs).
-    typed = (request.form.get("username") or "").strip().lower()
-    return "user:" + hashlib.sha256(typed.encode()).hexdigest()[:32]
 
 
 def _failed_login(response) -> bool:
@@ -142,13 +139,6 @@ def _init_login_limits(app, settings: SecuritySettings, storage: tuple[str, dict
     )
     limiter.init_app(app)
     app.extensions["nexo.limiter"] = limiter
-    per_username = limiter.limit(
-        settings.login_limit_per_username,
-        key_func=_username_key,
-        methods=["POST"],
-        deduct_when=_failed_login,
-        on_breach=_breached("per username"),
-    )
     per_ip = limiter.limit(
         settings.login_limit_per_ip,
         key_func=_client_key,
@@ -159,7 +149,7 @@ def _init_login_limits(app, settings: SecuritySettings, storage: tuple[str, dict
     limited = RateLimited(endpoints=set(), blueprints=set())
     for endpoint, view in list(app.view_functions.items()):
         if getattr(view, "nexo_login_rate_limited", False):
-            app.view_functions[endpoint] = per_ip(per_username(view))
+            app.view_functions[endpoint] = per_ip(view)
             limited.endpoints.add(endpoint)
     app.extensions["nexo.rate_limited"] = limited
     limiter.request_filter(limited.exempt)

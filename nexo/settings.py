@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import secrets
 import socket
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlparse
 
 from limits import parse as parse_limit
@@ -19,6 +23,14 @@ ENVIRONMENTS = ("production", "demo", "test")
 
 class SettingsError(ValueError):
     """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:]*):[^/@\s]*@")
+
+
+def redact_url(text: str) -> str:
+    """text with the password of every `scheme://user:password@` replaced by *** (messages never echo one)."""
+    return _USERINFO.sub(r"\1:***@", text)
 
 
 def _url(env: dict, name: str, schemes: tuple[str, ...]) -> str:
@@ -36,9 +48,9 @@ def _optional_url(env: dict, name: str, schemes: tuple[str, ...]) -> str | None:
         return None
     parsed = urlparse(value)
     if parsed.scheme not in schemes:
-        raise SettingsError(f"{name}={value!r} is not a {'/'.join(schemes)} URL")
+        raise SettingsError(f"{name}={redact_url(value)!r} is not a {'/'.join(schemes)} URL")
     if parsed.scheme.startswith("http") and not parsed.netloc:
-        raise SettingsError(f"{name}={value!r} has no host")
+        raise SettingsError(f"{name}={redact_url(value)!r} has no host")
     return value
 
 
@@ -128,6 +140,16 @@ class SecuritySettings:
     cookie_secure: str = "auto"  # auto: Secure on HTTPS responses; always: Secure everywhere
     trusted_proxies: int = 0
     api_limit_per_key: str = "600 per minute"  # every request of one API key (nexo/api/setup.py)
+    # Server-side sessions (ADR-018): idle and absolute limits, how long ended ones are kept.
+    session_idle_s: float = 1800.0
+    session_max_s: float = 43200.0
+    session_keep_days: int = 30
+    mfa_required: bool = False  # MFA_REQUIRED=on: dlq.admin and credit.authorize need a second factor
+
+    @property
+    def session_touch_s(self) -> float:
+        """How stale last_seen_at may get before a request refreshes it: a minute, or a tenth of the idle limit."""
+        return min(60.0, self.session_idle_s / 10)
 
 
 def _security(env: dict) -> SecuritySettings:
@@ -142,6 +164,10 @@ def _security(env: dict) -> SecuritySettings:
         cookie_secure=env.get("COOKIE_SECURE", "").strip().lower() or defaults.cookie_secure,
         trusted_proxies=int(proxies),
         api_limit_per_key=env.get("API_RATE_LIMIT", "").strip() or defaults.api_limit_per_key,
+        session_idle_s=_number(env, "SESSION_IDLE_S", defaults.session_idle_s, minimum=1.0),
+        session_max_s=_number(env, "SESSION_MAX_S", defaults.session_max_s, minimum=1.0),
+        session_keep_days=int(_number(env, "SESSION_KEEP_DAYS", defaults.session_keep_days, minimum=1)),
+        mfa_required=_on_off(env, "MFA_REQUIRED", default=False),
     )
     for name, value in (
         ("LOGIN_RATE_LIMIT_USERNAME", security.login_limit_per_username),
@@ -155,6 +181,100 @@ def _security(env: dict) -> SecuritySettings:
     if security.cookie_secure not in ("auto", "always"):
         raise SettingsError(f"COOKIE_SECURE={security.cookie_secure!r} must be 'auto' or 'always'")
     return security
+
+
+def _on_off(env: dict, name: str, *, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in ("on", "off"):
+        raise SettingsError(f"{name}={raw!r} must be 'on' or 'off'")
+    return raw == "on"
+
+
+def _metrics_port(env: dict) -> int | None:
+    raw = env.get("METRICS_PORT", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise SettingsError(f"METRICS_PORT={raw!r} must be a TCP port (1-65535)")
+    return int(raw)
+
+
+def data_directory(env: dict) -> Path:
+    """NEXO_DATA_DIR (default `.data` in the repository): where `make run` keeps what it writes."""
+    return Path(env.get("NEXO_DATA_DIR", "").strip() or Path(__file__).resolve().parent.parent / ".data").resolve()
+
+
+def demo_secret_key(data_dir: Path) -> str:
+    """The demo's SECRET_KEY: random, created once in data_dir (0600, O_EXCL), then read back.
+
+    A constant would let anyone who read the code forge a demo session. O_EXCL makes the file born
+    private (no window under the default umask) and lets exactly one of several processes starting at
+    once write it; the others read what it wrote.
+    """
+    path = data_dir / "secret_key"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):  # another process created it a moment ago and is writing it
+            key = path.read_text().strip()
+            if key:
+                return key
+            time.sleep(0.02)
+        raise SettingsError(f"{path} is empty: delete it and start again") from None
+    key = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as out:
+        out.write(key)
+    return key
+
+
+def check_production(env: dict) -> None:
+    """What a production start needs (CONTRACT.md): SECRET_KEY, DATABASE_URL, a REDIS_URL with a password
+    or TLS, METRICS_TOKEN or METRICS_PORT. Raise SettingsError naming the first one missing; ask nothing else."""
+    secret_key = env.get("SECRET_KEY", "").strip()
+    if not secret_key:
+        raise SettingsError("SECRET_KEY is required outside demo/test (set NEXO_ENV=demo to try Nexo)")
+    if len(secret_key) < 16:
+        raise SettingsError("SECRET_KEY is too short: use at least 16 random characters")
+    if not env.get("DATABASE_URL", "").strip():
+        raise SettingsError("DATABASE_URL is required in production (Nexo starts no embedded database there)")
+    redis_url = env.get("REDIS_URL", "").strip()
+    if not redis_url:
+        raise SettingsError("REDIS_URL is required in production (Nexo starts no embedded Redis there)")
+    parsed = urlparse(redis_url)
+    if parsed.scheme != "rediss" and not parsed.password:
+        raise SettingsError(
+            f"REDIS_URL={redact_url(redis_url)!r} has no password: in production Redis must ask for one "
+            "(redis://:PASSWORD@host:6379/0, requirepass) or be reached over TLS (rediss://): whoever can write "
+            "to it queues the relay's jobs"
+        )
+    if not env.get("METRICS_TOKEN", "").strip() and not env.get("METRICS_PORT", "").strip():
+        raise SettingsError(
+            "METRICS_TOKEN is required in production (scrapers then send Authorization: Bearer <token>), "
+            "or METRICS_PORT to serve /metrics on that local port only"
+        )
+
+
+def start_up_warnings(settings: Settings, *, running_as_root: bool) -> list[str]:
+    """What production should have but Nexo cannot enforce: said at start-up (README, Running it safely)."""
+    if settings.environment != "production":
+        return []
+    warnings = []
+    if settings.security.trusted_proxies == 0:
+        warnings.append(
+            "TRUSTED_PROXIES is 0: Nexo sees the proxy's address, not the client's (login limits, audit trail); "
+            "set it to the number of proxies in front of Nexo"
+        )
+    if settings.security.cookie_secure != "always":
+        warnings.append(
+            "COOKIE_SECURE is not 'always': the session cookie is Secure only when the proxy says the request "
+            "came over HTTPS (X-Forwarded-Proto); serve Nexo only behind a TLS proxy and set COOKIE_SECURE=always"
+        )
+    if running_as_root:
+        warnings.append("running as root: run Nexo's programs as their own user (scripts/supervisor_conf.py --user nexo)")
+    return warnings
 
 
 def _fresh_login_window(env: dict) -> float:
@@ -310,6 +430,7 @@ class Settings:
     relay_worker_class: str = "simple"  # RELAY_WORKER_CLASS: rq's SimpleWorker, or fork (ADR-008)
     database: DatabaseTuning = field(default_factory=DatabaseTuning)
     fleet: Fleet = field(default_factory=Fleet)
+    metrics_port: int | None = None  # METRICS_PORT: /metrics only on this local port (the web port answers 404)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -318,13 +439,12 @@ class Settings:
         environment = env.get("NEXO_ENV", "production").strip() or "production"
         if environment not in ENVIRONMENTS:
             raise SettingsError(f"NEXO_ENV={environment!r} must be one of {', '.join(ENVIRONMENTS)}")
+        if environment == "production":
+            check_production(env)
         secret_key = env.get("SECRET_KEY", "").strip()
         if not secret_key:
-            if environment == "production":
-                raise SettingsError("SECRET_KEY is required outside demo/test (set NEXO_ENV=demo to try Nexo)")
-            secret_key = "nexo-" + environment + "-only-not-secret"
-        elif environment == "production" and len(secret_key) < 16:
-            raise SettingsError("SECRET_KEY is too short: use at least 16 random characters")
+            # The tests' processes share one constant; a demo keeps a random key of its own (ADR-018).
+            secret_key = demo_secret_key(data_directory(env)) if environment == "demo" else "nexo-test-only-not-secret"
         relay = RelayCadence(
             delivery_timeout_s=_number(env, "RELAY_DELIVERY_TIMEOUT_S", 5.0),
             lease_s=_number(env, "RELAY_LEASE_S", 30.0),
@@ -361,5 +481,6 @@ class Settings:
             prometheus_multiproc_dir=env.get("PROMETHEUS_MULTIPROC_DIR", "").strip() or None,
             database=_database_tuning(env, database_url),
             fleet=_fleet(env),
+            metrics_port=_metrics_port(env),
             **_relay_process(env),
         )

@@ -5,7 +5,10 @@ import os
 from nexo.settings import web_bind
 
 # WEB_BIND (default 127.0.0.1): a fleet's web hosts listen where the balancer reaches them (ADR-019).
-bind = f"{web_bind()}:{os.environ.get('PORT', '5000')}"
+bind = [f"{web_bind()}:{os.environ.get('PORT', '5000')}"]
+# METRICS_PORT: /metrics is served on this second listener, on 127.0.0.1 only, and nowhere else (nexo/ops/views.py).
+if os.environ.get("METRICS_PORT", "").strip():
+    bind.append(f"127.0.0.1:{os.environ['METRICS_PORT'].strip()}")
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
 threads = int(os.environ.get("WEB_THREADS", "8"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 from flask import Blueprint
-from werkzeug.security import generate_password_hash
 
+from nexo.auth import passwords, trail
 from nexo.auth.service import create_user
 from nexo.extensions import get_db
 
@@ -19,8 +19,8 @@ bp = Blueprint("users", __name__, cli_group="users")
 @click.password_option()
 def create(username: str, full_name: str, roles: tuple[str, ...], password: str) -> None:
     """Create USERNAME with the given roles; the password is asked for twice."""
-    if len(password) < 10:
-        raise click.UsageError("the password must have at least 10 characters")
+    if problem := passwords.weakness(password, username=username):
+        raise click.UsageError(f"weak password: {problem}")
     with get_db().transaction() as tx:
         known = {r["name"] for r in tx.execute("SELECT name FROM role").fetchall()}
         unknown = set(roles) - known
@@ -28,6 +28,13 @@ def create(username: str, full_name: str, roles: tuple[str, ...], password: str)
             raise click.UsageError(f"unknown role(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
         if tx.execute("SELECT 1 FROM app_user WHERE username = %s", [username.lower()]).fetchone():
             raise click.UsageError(f"user {username!r} already exists")
-        user_id = create_user(tx.conn, username, full_name, generate_password_hash(password), list(roles))
+        user_id = create_user(tx.conn, username, full_name, passwords.hash_password(password), list(roles))
+        trail.record(
+            tx.conn,
+            trail.USER_CREATED,
+            actor="cli",
+            user_id=user_id,
+            details={"username": username.lower(), "roles": list(roles)},
+        )
         tx.commit()
     click.echo(f"created user {username} (id {user_id}) with roles {', '.join(roles)}")

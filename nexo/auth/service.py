@@ -25,6 +25,9 @@ class User(UserMixin):
     username: str
     full_name: str
     permissions: frozenset[str]
+    session_id: int | None = None  # the server-side session this request runs in (ADR-018); None for API keys
+    must_change_password: bool = False  # a one-time password: no page but the password change until changed
+    mfa_enrolled: bool = False
 
     def get_id(self) -> str:
         return str(self.id)
@@ -35,7 +38,8 @@ class User(UserMixin):
 
 
 _USER_SQL = """
-    SELECT u.id, u.username, u.full_name, u.password_hash,
+    SELECT u.id, u.username, u.full_name, u.password_hash, u.must_change_password,
+           u.totp_enrolled_at IS NOT NULL AS mfa_enrolled,
            coalesce(array_agg(DISTINCT rp.permission_name)
                     FILTER (WHERE rp.permission_name IS NOT NULL), '{}') AS permissions
       FROM app_user u
@@ -46,7 +50,14 @@ _USER_SQL = """
 
 
 def _to_user(row) -> User:
-    return User(row["id"], row["username"], row["full_name"], frozenset(row["permissions"]))
+    return User(
+        row["id"],
+        row["username"],
+        row["full_name"],
+        frozenset(row["permissions"]),
+        must_change_password=row["must_change_password"],
+        mfa_enrolled=row["mfa_enrolled"],
+    )
 
 
 def load_user(conn: Conn, user_id: int) -> User | None:
@@ -64,12 +75,14 @@ def authenticate(conn: Conn, username: str, password: str) -> User | None:
     return _to_user(row) if check_password_hash(row["password_hash"], password) else None
 
 
-def create_user(conn: Conn, username: str, full_name: str, password_hash: str, roles: list[str]) -> int:
+def create_user(
+    conn: Conn, username: str, full_name: str, password_hash: str, roles: list[str], *, must_change_password: bool = False
+) -> int:
     """Create a user with the given roles in the caller's transaction; return its id."""
     user_id = one_row(
         conn.execute(
-            "INSERT INTO app_user (username, full_name, password_hash) VALUES (%s, %s, %s) RETURNING id",
-            [username.strip().lower(), full_name, password_hash],
+            "INSERT INTO app_user (username, full_name, password_hash, must_change_password) VALUES (%s, %s, %s, %s) RETURNING id",
+            [username.strip().lower(), full_name, password_hash, must_change_password],
         )
     )["id"]
     for role in roles:

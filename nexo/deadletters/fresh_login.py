@@ -10,7 +10,9 @@ import logging
 from functools import wraps
 
 from flask import current_app, flash, redirect, session, url_for
-from flask_login import logout_user
+from flask_login import current_user
+
+from nexo.auth import login as signing
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ def fresh_login_required(next_endpoint: str):
             window = current_app.config["NEXO_SETTINGS"].dlq_fresh_login_s
             if not is_fresh(session.get("login_at"), current_app.config["NOW"](), window):
                 log.info("dead-letter action needs a fresh login (window %ss)", window)
-                logout_user()
+                signing.end_current(current_user._get_current_object())  # on the server too (ADR-018)
                 session.pop("login_at", None)
                 flash("Por seguridad, volvé a ingresar para reprocesar o descartar entregas fallidas.", "warning")
                 target = url_for(next_endpoint, **{k: v for k, v in kwargs.items() if k == "dead_letter_id"})

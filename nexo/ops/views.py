@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from flask import Blueprint, Response, current_app, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from nexo.auth.permissions import permission_required
@@ -63,6 +63,8 @@ def _links() -> dict:
 def metrics():
     """Prometheus text (counts and durations only); Bearer METRICS_TOKEN required when one is set."""
     settings = current_app.config["NEXO_SETTINGS"]
+    if settings.metrics_port and not arrived_on_metrics_port():
+        abort(404)  # METRICS_PORT: the web port does not serve /metrics at all
     token = settings.metrics_token
     if token and not _bearer_matches(request.headers.get("Authorization", ""), token):
         return Response("unauthorized\n", 401, {"WWW-Authenticate": 'Bearer realm="metrics"'}, mimetype="text/plain")
@@ -70,6 +72,16 @@ def metrics():
         exposition.render(get_db(), settings.prometheus_multiproc_dir, settings.fleet.host_expiry_s),
         headers={"Content-Type": CONTENT_TYPE_LATEST},
     )
+
+
+def arrived_on_metrics_port() -> bool:
+    """True when this request came in on METRICS_PORT (gunicorn's second, local listener: scripts/gunicorn_conf.py)."""
+    port = current_app.config["NEXO_SETTINGS"].metrics_port
+    sock = request.environ.get("gunicorn.socket")
+    try:
+        return port is not None and sock is not None and sock.getsockname()[1] == port
+    except OSError:
+        return False
 
 
 def _bearer_matches(header: str, token: str) -> bool:

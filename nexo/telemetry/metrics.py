@@ -79,3 +79,29 @@ def count_relay_attempts(attempts: list[tuple[str, str]]) -> None:
             RELAY_ATTEMPTS.labels(destination if _OUTCOME.match(destination) else "other", label).inc()
     except Exception:  # a metric must never fail a delivery
         log.warning("count_relay_attempts failed", exc_info=True)
+
+
+# The authentication trail's counters (ADR-018): a burst of failures or any lockout is worth an alert
+# (deploy/prometheus/nexo-alerts.yml); who and from where is in the audit log, not in a label.
+LOGIN_FAILURES = Counter(
+    "nexo_login_failures", "Logins refused for a wrong username, password or second factor.", registry=REGISTRY
+)
+LOGIN_LOCKOUTS = Counter(
+    "nexo_login_lockouts", "Usernames that spent their wrong-password allowance (LOGIN_RATE_LIMIT_USERNAME).", registry=REGISTRY
+)
+
+
+def count_login_failure() -> None:
+    """One login (password or second factor) was refused."""
+    try:
+        LOGIN_FAILURES.inc()
+    except Exception:  # a metric must never fail a login
+        log.warning("count_login_failure failed", exc_info=True)
+
+
+def count_login_lockout() -> None:
+    """A username spent its allowance of wrong passwords: its next attempts answer 429 until the window moves."""
+    try:
+        LOGIN_LOCKOUTS.inc()
+    except Exception:  # a metric must never fail a login
+        log.warning("count_login_lockout failed", exc_info=True)
