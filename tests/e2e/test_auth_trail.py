@@ -19,7 +19,8 @@ BROWSER = {"User-Agent": "NexoTest/1.0 (counter PC)"}
 def trail(db) -> list[dict]:
     with db.reading() as conn:
         return conn.execute(
-            "SELECT actor, action, object_id, details FROM audit_log WHERE action LIKE 'auth.%%' OR action LIKE 'api_key.%%' ORDER BY id"
+            "SELECT actor, action, object_id, details FROM audit_log"
+            " WHERE action LIKE 'auth.%%' OR action LIKE 'api_key.%%' ORDER BY id"
         ).fetchall()
 
 
