@@ -6,6 +6,10 @@ ADR-008, forking a work horse per job costs a new Postgres pool and HTTP session
 several times slower, while the relay's jobs are short and bounded by their own timeouts.
 RELAY_WORKER_CLASS=fork selects rq's forking Worker (to measure again, or to isolate leaky jobs).
 If Redis goes away the worker keeps retrying instead of exiting; the sweeper covers the meantime.
+
+Redis is not trusted to say what code runs (ADR-018): jobs are JSON (rq's JSONSerializer, so a pickled
+job cannot even be read, let alone unpickle code) and a worker runs only the functions of ALLOWED_JOBS;
+anything else is refused, logged and deleted without being imported or called.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import uuid
 
 import redis
 from rq import SimpleWorker, Worker
+from rq.exceptions import DeserializationError
 
 from jobs import deliver
 from nexo.extensions import redis_for
 from nexo.observability import configure_logging
-from nexo.outbox import relay
+from nexo.outbox import relay, wakeup
 from nexo.settings import Settings, SettingsError
 from nexo.telemetry import exporter
 
@@ -48,6 +53,16 @@ def _relay_worker(base, settings: Settings):
             deliver.request_stop()
             super().request_stop(signum, frame)
 
+        def execute_job(self, job, queue):
+            try:
+                func_name = job.func_name
+            except DeserializationError:
+                func_name = None
+            if func_name not in ALLOWED_JOBS:
+                refuse(job, func_name)
+                return
+            super().execute_job(job, queue)
+
         def main_work_horse(self, job, queue):
             # Only the forking worker gets here, in the new child: a pool and an HTTP client (whose loop
             # thread does not survive a fork) of its own, built before the job runs.
@@ -55,6 +70,20 @@ def _relay_worker(base, settings: Settings):
             super().main_work_horse(job, queue)
 
     return RelayWorker
+
+
+# The only functions a relay worker runs, whatever a job in Redis names (ADR-018).
+ALLOWED_JOBS = frozenset({wakeup.JOB_FUNCTION})
+
+
+def refuse(job, func_name: str | None) -> None:
+    """Log a job that is not one of ours and delete it, never importing or calling what it names."""
+    what = "is not JSON (a pickled job?)" if func_name is None else f"names {func_name[:200]!r}, not an allowed job"
+    log.error("refused job %s from queue %s: it %s; deleted without running it", job.id, job.origin, what)
+    try:
+        job.connection.delete(job.key)
+    except redis.RedisError as exc:
+        log.warning("refused job %s not deleted (%s)", job.id, type(exc).__name__)
 
 
 def main() -> int:
@@ -85,7 +114,7 @@ def main() -> int:
         # A fresh name each time: a worker that lost Redis could not deregister its old one.
         name = f"relay-{settings.fleet.host_id}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
-            worker_class([queue], connection=connection, name=name).work(logging_level="INFO")
+            worker_class([queue], connection=connection, name=name, serializer=wakeup.SERIALIZER).work(logging_level="INFO")
         except (redis.RedisError, ValueError) as exc:
             log.warning("worker %s: Redis unavailable (%s); retrying in 1 s", name, type(exc).__name__)
         if not _stopping:

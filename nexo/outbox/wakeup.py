@@ -27,7 +27,9 @@ from datetime import UTC, datetime
 
 import redis
 from rq import Queue, Worker
+from rq.exceptions import DeserializationError
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from nexo.observability import request_id_var
 from nexo.settings import Settings
@@ -35,6 +37,17 @@ from nexo.settings import Settings
 log = logging.getLogger(__name__)
 
 JOB_FUNCTION = "jobs.deliver.deliver_events"
+# Jobs are JSON, never pickle: whoever can write to Redis must not be able to run code in a worker, which
+# holds SECRET_KEY and DATABASE_URL (ADR-018). jobs/worker.py reads them with the same serializer and
+# runs JOB_FUNCTION only.
+SERIALIZER = JSONSerializer
+
+
+def relay_queue(connection: redis.Redis, settings: Settings) -> Queue:
+    """The relay's RQ queue, with the JSON serializer."""
+    return Queue(settings.relay_queue, connection=connection, serializer=SERIALIZER)
+
+
 # One job wakes up to this many events (an order's two, a sweep's backlog in chunks): rq's own cost per
 # job (its Redis bookkeeping) and the lanes' first small batches are paid once per job, while each event
 # still gets its own claim, lease and fenced outcome. 25 a job left that overhead most of a worker's CPU
@@ -65,7 +78,7 @@ def enqueue(connection: redis.Redis, settings: Settings, events: list[tuple[str,
     """
     if not events:
         return 0
-    Queue(settings.relay_queue, connection=connection).enqueue_many(
+    relay_queue(connection, settings).enqueue_many(
         [_job_data(settings, ids, request_id, drain=False) for request_id, ids in _batches(events)]
     )
     return len(events)
@@ -80,7 +93,7 @@ def enqueue_drain(connection: redis.Redis, settings: Settings, event_ids: list[s
     if not connection.set(pending_key(settings.relay_queue), "1", nx=True, ex=max(1, math.ceil(settings.relay.lease_s))):
         return False  # a drain job is waiting: it has not claimed yet, so it will find these events
     try:
-        Queue(settings.relay_queue, connection=connection).enqueue_many([_job_data(settings, event_ids, request_id, drain=True)])
+        relay_queue(connection, settings).enqueue_many([_job_data(settings, event_ids, request_id, drain=True)])
     except Exception:
         # Whatever failed (Redis, rq, a timeout after the job was written), take the flag back, or every
         # commit of the next lease coalesces into a job that may not exist. Best effort: if Redis does
@@ -143,10 +156,12 @@ class QueuedWakeup:
 
 def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWakeup]:
     """The wake-up jobs still waiting for a worker (raises redis errors)."""
-    queue = Queue(settings.relay_queue, connection=connection)
+    queue = relay_queue(connection, settings)
     waiting = []
-    for job in Job.fetch_many(queue.get_job_ids(), connection=connection):
-        if job is not None and job.get_status(refresh=False) == JobStatus.QUEUED and job.args:
+    for job in Job.fetch_many(queue.get_job_ids(), connection=connection, serializer=SERIALIZER):
+        if job is None or job.get_status(refresh=False) != JobStatus.QUEUED or not _readable(job):
+            continue  # gone, taken, or not one of ours (a worker refuses it: jobs/worker.py)
+        if job.args:
             enqueued_at = job.enqueued_at or datetime.now(UTC)
             waiting.append(
                 QueuedWakeup(
@@ -156,13 +171,20 @@ def queued_wakeups(connection: redis.Redis, settings: Settings) -> list[QueuedWa
     return waiting
 
 
+def _readable(job: Job) -> bool:
+    try:
+        return job.func_name == JOB_FUNCTION
+    except DeserializationError:
+        return False
+
+
 def worker_seen_since(connection: redis.Redis, settings: Settings, since: datetime) -> bool:
     """Whether a worker of the relay queue started a job (or registered) since `since` (raises redis errors).
 
     rq stamps a worker's heartbeat as each job starts, so a worker that is alive and taking jobs, however
     far behind, has one within a lease.
     """
-    queue = Queue(settings.relay_queue, connection=connection)
+    queue = relay_queue(connection, settings)
     return any(w.last_heartbeat is not None and w.last_heartbeat >= since for w in Worker.all(connection=connection, queue=queue))
 
 

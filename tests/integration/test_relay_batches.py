@@ -35,7 +35,7 @@ def ctx(db, fakes):
 
 def test_commit_time_wakeups_coalesce_into_one_waiting_drain_job(redis_client):
     settings = relay_settings()
-    queue = Queue(settings.relay_queue, connection=redis_client)
+    queue = Queue(settings.relay_queue, connection=redis_client, serializer="json")
     orders = [[f"o{n}-fiscal", f"o{n}-warehouse"] for n in range(5)]
     for ids in orders:
         wakeup.request_delivery(ids, connection=redis_client, settings=settings)
@@ -57,7 +57,7 @@ def test_a_drain_job_delivers_every_event_whose_wakeup_it_coalesced(db, redis_cl
     ids = [e for o in orders for e in (o.fiscal_event_id, o.warehouse_event_id)]
     for o in orders:
         wakeup.request_delivery([o.fiscal_event_id, o.warehouse_event_id], connection=redis_client, settings=relay_settings())
-    assert Queue(relay_settings().relay_queue, connection=redis_client).count == 1
+    assert Queue(relay_settings().relay_queue, connection=redis_client, serializer="json").count == 1
     relay.start_workers(1)
     wait_until(
         lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()),

@@ -166,7 +166,7 @@ def test_with_every_worker_gone_the_sweeper_delivers_a_queued_wakeup_itself(db, 
     order = insert_confirmed_orders(db, 1)[0]
     ids = [order.fiscal_event_id, order.warehouse_event_id]
     request_delivery(ids, connection=redis_client, settings=relay_settings())
-    queue = Queue(relay_settings().relay_queue, connection=redis_client)
+    queue = Queue(relay_settings().relay_queue, connection=redis_client, serializer="json")
     assert queue.count == 1
     relay.start_sweepers(1)
 

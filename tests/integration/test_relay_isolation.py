@@ -32,7 +32,7 @@ def test_a_destination_that_does_not_answer_does_not_hold_up_the_other(db, redis
     fakes.set_mode("warehouse", "no_answer", delay_s=30)
     settings = Settings.from_env({**os.environ, **RELAY_TEST_ENV, **SLOW_DEADLINE_ENV})
     relay.start_workers(1, **SLOW_DEADLINE_ENV)
-    queue = Queue(settings.relay_queue, connection=redis_client)
+    queue = Queue(settings.relay_queue, connection=redis_client, serializer="json")
     wait_until(lambda: Worker.all(queue=queue), timeout=30, message="the worker registered")
     orders = insert_confirmed_orders(db, 8)
     for o in orders:  # one coalesced drain job, as eight orders committed together would ring
@@ -75,13 +75,13 @@ def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_with
     settings = relay_settings()  # lease 3 s, sweep interval 0.5 s (so a 0.5 s grace)
     early = insert_confirmed_orders(db, 1)[0]
     wakeup.request_delivery([early.fiscal_event_id, early.warehouse_event_id], connection=redis_client, settings=settings)
-    [job] = Queue(settings.relay_queue, connection=redis_client).jobs
+    [job] = Queue(settings.relay_queue, connection=redis_client, serializer="json").jobs
     job.enqueued_at = datetime.now(UTC) - timedelta(seconds=10)  # waited longer than a lease
     job.save()
     time.sleep(0.6)  # the early order is past the grace, so the sweep sees it due
     late = insert_confirmed_orders(db, 1)[0]
     wakeup.request_delivery([late.fiscal_event_id, late.warehouse_event_id], connection=redis_client, settings=settings)
-    assert Queue(settings.relay_queue, connection=redis_client).count == 1  # coalesced into the old job
+    assert Queue(settings.relay_queue, connection=redis_client, serializer="json").count == 1  # coalesced into the old job
     ctx = relay_service.RelayContext(
         settings=settings,
         db=Database(settings.database_url, max_size=2),
@@ -94,13 +94,13 @@ def test_a_sweeper_withdrawing_a_drain_job_delivers_the_events_it_coalesced_with
         ctx.close()
     ids = [early.fiscal_event_id, early.warehouse_event_id, late.fiscal_event_id, late.warehouse_event_id]
     assert {r["status"] for r in event_rows(db, ids).values()} == {"ENTREGADO"}, result
-    assert Queue(settings.relay_queue, connection=redis_client).count == 0
+    assert Queue(settings.relay_queue, connection=redis_client, serializer="json").count == 0
 
 
 def test_a_drain_job_that_could_not_be_enqueued_leaves_no_flag_behind(redis_client, monkeypatch):
     """Any failure, not only a Redis error: otherwise every commit of the next lease coalesces into no job."""
     settings = relay_settings()
-    queue = Queue(settings.relay_queue, connection=redis_client)
+    queue = Queue(settings.relay_queue, connection=redis_client, serializer="json")
 
     def broken_enqueue(self, *args, **kwargs):
         raise ValueError("rq refused the job")  # not a redis.RedisError

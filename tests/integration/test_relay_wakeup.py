@@ -11,7 +11,7 @@ def test_wakeups_are_batched_and_every_event_is_covered(redis_client):
     per_job = wakeup.EVENTS_PER_JOB
     events = [f"00000000-0000-0000-0000-{n:012d}" for n in range(2 * per_job + 10)]
     woken = wakeup.enqueue(redis_client, relay_settings(), [(e, "req-1") for e in events])
-    queue = Queue(relay_settings().relay_queue, connection=redis_client)
+    queue = Queue(relay_settings().relay_queue, connection=redis_client, serializer="json")
     assert woken == len(events)
     # per_job + per_job + 10: rq's cost is paid per job, not per event
     assert [len(job.args[0]) for job in queue.jobs] == [per_job, per_job, 10]
@@ -20,7 +20,7 @@ def test_wakeups_are_batched_and_every_event_is_covered(redis_client):
 
 def test_an_orders_two_events_share_one_job(redis_client):
     wakeup.request_delivery(["a-1", "a-2"], connection=redis_client, settings=relay_settings())
-    queue = Queue(relay_settings().relay_queue, connection=redis_client)
+    queue = Queue(relay_settings().relay_queue, connection=redis_client, serializer="json")
     assert queue.count == 1
     assert queue.jobs[0].args[0] == ["a-1", "a-2"]
 
@@ -58,7 +58,7 @@ def test_a_queue_rq_cannot_read_does_not_stop_the_sweeper_delivering(db, redis_c
     from tests.relay_fixtures import event_rows, insert_confirmed_orders, wait_until
 
     wakeup.enqueue(redis_client, relay_settings(), [("00000000-0000-0000-0000-000000000001", None)])
-    [job_id] = Queue(relay_settings().relay_queue, connection=redis_client).get_job_ids()
+    [job_id] = Queue(relay_settings().relay_queue, connection=redis_client, serializer="json").get_job_ids()
     redis_client.hset(f"rq:job:{job_id}", "data", b"not a pickle")  # rq raises DeserializationError
     order = insert_confirmed_orders(db, 1)[0]
     relay.start_sweepers(1)
@@ -104,7 +104,7 @@ def test_a_drain_flag_whose_job_is_gone_is_cleared_by_the_next_sweep(db, redis_c
     redis_client.set(flag, "1", ex=3600)  # far longer than the test: only a sweep can clear it
     first = insert_confirmed_orders(db, 1)[0]
     wakeup.request_delivery([first.fiscal_event_id], connection=redis_client, settings=settings)
-    queue = Queue(settings.relay_queue, connection=redis_client)
+    queue = Queue(settings.relay_queue, connection=redis_client, serializer="json")
     assert queue.count == 0  # the flag silenced the commit-time wake-up
     relay.start_workers(1)
     [sweeper] = relay.start_sweepers(1)
