@@ -13,6 +13,7 @@ from nexo.db import Conn, one_row
 from nexo.extensions import get_db
 
 WAREHOUSES = [("CEN", "Centro"), ("NOR", "Norte")]
+DEMO_ENVIRONMENTS = ("demo", "test")
 
 # sku, name, stock in CEN, price in cents (None: no authoritative price, RN-03)
 PRODUCTS = [
@@ -82,7 +83,14 @@ def init_app(app: Flask) -> None:
     @demo_group.command("load")
     @click.option("--if-empty", is_flag=True, help="Do nothing when the database already has users.")
     def demo_load(if_empty: bool) -> None:
-        """Load the Nexo morning (CONTRACT.md) into the database."""
+        """Load the Nexo morning (CONTRACT.md) into the database: only with NEXO_ENV=demo or test."""
+        environment = app.config["NEXO_SETTINGS"].environment
+        if environment not in DEMO_ENVIRONMENTS:
+            # Its users share one published password (ADR-018): they must never exist in production.
+            raise click.ClickException(
+                f"demo data refused: NEXO_ENV={environment}; the demo (users with a shared, published password) "
+                "is loaded only with NEXO_ENV=demo or test"
+            )
         with get_db().transaction() as tx:
             if not is_empty(tx.conn):
                 if if_empty:

@@ -206,28 +206,31 @@ def data_directory(env: dict) -> Path:
     return Path(env.get("NEXO_DATA_DIR", "").strip() or Path(__file__).resolve().parent.parent / ".data").resolve()
 
 
-def demo_secret_key(data_dir: Path) -> str:
-    """The demo's SECRET_KEY: random, created once in data_dir (0600, O_EXCL), then read back.
+def kept_secret(path: Path) -> str:
+    """A random secret kept in a file: created once (0600, O_EXCL), then read back.
 
-    A constant would let anyone who read the code forge a demo session. O_EXCL makes the file born
-    private (no window under the default umask) and lets exactly one of several processes starting at
-    once write it; the others read what it wrote.
+    O_EXCL makes the file born private (no window under the default umask) and lets exactly one of
+    several processes starting at once write it; the others read what it wrote.
     """
-    path = data_dir / "secret_key"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         for _ in range(50):  # another process created it a moment ago and is writing it
-            key = path.read_text().strip()
-            if key:
-                return key
+            secret = path.read_text().strip()
+            if secret:
+                return secret
             time.sleep(0.02)
         raise SettingsError(f"{path} is empty: delete it and start again") from None
-    key = secrets.token_urlsafe(32)
+    secret = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w") as out:
-        out.write(key)
-    return key
+        out.write(secret)
+    return secret
+
+
+def demo_secret_key(data_dir: Path) -> str:
+    """The demo's SECRET_KEY: random, kept in NEXO_DATA_DIR (a constant would let anyone forge a demo session)."""
+    return kept_secret(data_dir / "secret_key")
 
 
 def check_production(env: dict) -> None:

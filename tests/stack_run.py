@@ -91,6 +91,9 @@ class RunningStack:
         """Wait for the printed URLs, /health 200 and every program RUNNING."""
         printed = wait_for(self._printed, 120, "make run printed its URLs")
         self.url, self.fiscal, self.warehouse, self.database_url, self.redis_url = printed
+        # make run prints its servers' URLs without their passwords; they are kept in NEXO_DATA_DIR (0600).
+        self.database_url = self.database_url.replace(":***@", f":{self.secret('postgres_password')}@")
+        self.redis_url = self.redis_url.replace(":***@", f":{self.secret('redis_password')}@")
         wait_for(lambda: self.health() == 200, 60, "/health 200 after start")
         wait_for(self.all_running, 60, "every program RUNNING")
 
@@ -109,6 +112,10 @@ class RunningStack:
             )
         ]
         return [m.group(1) for m in found] if all(found) else None
+
+    def secret(self, name: str) -> str:
+        """A password make run keeps in its data directory."""
+        return (self.data_dir / name).read_text().strip()
 
     def text(self) -> str:
         """Everything make run printed so far."""

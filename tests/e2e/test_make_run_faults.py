@@ -182,6 +182,7 @@ def test_redis_stopped_20_s_orders_still_commit_and_are_delivered_after(stack, s
     subprocess.run(
         [
             redis_server,
+            str(redis_dir / "redis.conf"),  # its password (scripts/stack.py embedded_redis)
             "--port",
             port,
             "--bind",
