@@ -6,8 +6,9 @@
 - gunicorn: GunicornLogger (scripts/gunicorn_conf.py) writes gunicorn's own lines as JSON too, and the
   access line takes its request id from the response's X-Request-ID.
 - RQ jobs: the job binds the id of the request that caused it (`with request_id_scope(rid):`).
-- Never passwords, tokens or cookies: nothing logs them on purpose, and RedactSecrets masks the
-  shapes they take (a Bearer token, password=..., a Cookie header) should one slip into a message.
+- Never passwords, tokens or cookies: nothing logs them on purpose, and redact() masks the shapes
+  they take (a Bearer token, password=..., a Cookie header, the password of a `scheme://user:pass@`
+  URL) should one slip into a message or a traceback.
 """
 
 from __future__ import annotations
@@ -73,8 +74,13 @@ def init_app(app) -> None:
     app.teardown_request(unbind_after_request)
 
 
+# The password of a URL (postgresql://nexo:PASSWORD@db/nexo, redis://:PASSWORD@cache:6379/0).
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:]*):[^/@\s]*@")
+
+
 def redact(text: str) -> str:
     """text with anything shaped like a credential replaced by ***."""
+    text = _URL_PASSWORD.sub(r"\1:***@", text)
     return _SECRETS.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "***", text)
 
 

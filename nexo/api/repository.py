@@ -11,11 +11,14 @@ from nexo.db import Conn, one_row
 from nexo.states import OrderStatus
 
 
-def insert_key(conn: Conn, *, name: str, user_id: int, key_sha256: str) -> int:
-    """Store a new key's hash; return its id."""
+def insert_key(
+    conn: Conn, *, name: str, user_id: int, key_sha256: str, scopes: list[str] | None = None, expires_at: datetime | None = None
+) -> int:
+    """Store a new key's hash, its scopes (None: all of its user's permissions) and expiry; return its id."""
     return one_row(
         conn.execute(
-            "INSERT INTO api_key (name, user_id, key_sha256) VALUES (%s, %s, %s) RETURNING id", [name, user_id, key_sha256]
+            "INSERT INTO api_key (name, user_id, key_sha256, scopes, expires_at) VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            [name, user_id, key_sha256, scopes, expires_at],
         )
     )["id"]
 
@@ -23,7 +26,7 @@ def insert_key(conn: Conn, *, name: str, user_id: int, key_sha256: str) -> int:
 def live_key_named(conn: Conn, name: str) -> DictRow | None:
     """The unrevoked key with this name, locked for the caller's transaction, or None."""
     return conn.execute(
-        "SELECT id, name, user_id FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE", [name]
+        "SELECT id, name, user_id, scopes, expires_at FROM api_key WHERE name = %s AND revoked_at IS NULL FOR UPDATE", [name]
     ).fetchone()
 
 
@@ -36,7 +39,7 @@ def key_with_user(conn: Conn, key_sha256: str) -> DictRow | None:
     """The live key with this hash, its user and the user's permissions, or None (one round trip)."""
     return conn.execute(
         """
-        SELECT k.id AS key_id, k.name AS key_name, k.last_used_at, now() AS now,
+        SELECT k.id AS key_id, k.name AS key_name, k.last_used_at, k.scopes, now() AS now,
                u.id, u.username, u.full_name,
                coalesce(array_agg(DISTINCT rp.permission_name)
                         FILTER (WHERE rp.permission_name IS NOT NULL), '{}') AS permissions
@@ -44,11 +47,17 @@ def key_with_user(conn: Conn, key_sha256: str) -> DictRow | None:
           JOIN app_user u ON u.id = k.user_id AND u.active
           LEFT JOIN user_role ur ON ur.user_id = u.id
           LEFT JOIN role_permission rp ON rp.role_name = ur.role_name
-         WHERE k.key_sha256 = %s AND k.revoked_at IS NULL
+         WHERE k.key_sha256 = %s AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
          GROUP BY k.id, u.id
         """,
         [key_sha256],
     ).fetchone()
+
+
+def first_use(conn: Conn, key_id: int) -> bool:
+    """Record the key's first use ever; False when it had been used before (then touch_key it)."""
+    # The row lock makes two first requests at once agree: the second re-checks the condition and finds it used.
+    return conn.execute("UPDATE api_key SET last_used_at = now() WHERE id = %s AND last_used_at IS NULL", [key_id]).rowcount == 1
 
 
 def touch_key(conn: Conn, key_id: int) -> None:
@@ -60,7 +69,7 @@ def all_keys(conn: Conn) -> list[DictRow]:
     """Every key (never its hash) with its user, live ones first, newest first."""
     return conn.execute(
         """
-        SELECT k.id, k.name, u.username, u.full_name, k.created_at, k.last_used_at, k.revoked_at
+        SELECT k.id, k.name, u.username, u.full_name, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.expires_at
           FROM api_key k JOIN app_user u ON u.id = k.user_id
          ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC
         """
@@ -71,6 +80,16 @@ def user_id_by_username(conn: Conn, username: str) -> int | None:
     """The id of the active user with this username, or None."""
     row = conn.execute("SELECT id FROM app_user WHERE username = %s AND active", [username.strip().lower()]).fetchone()
     return row["id"] if row else None
+
+
+def user_permissions(conn: Conn, user_id: int) -> set[str]:
+    """Every permission the user's roles grant."""
+    rows = conn.execute(
+        "SELECT DISTINCT rp.permission_name FROM user_role ur JOIN role_permission rp ON rp.role_name = ur.role_name"
+        " WHERE ur.user_id = %s",
+        [user_id],
+    ).fetchall()
+    return {r["permission_name"] for r in rows}
 
 
 # An order page's position: (created_at, id) of its last order.

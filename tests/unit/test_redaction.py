@@ -1,0 +1,67 @@
+"""URLs are never echoed with their password: settings errors, log lines, tracebacks (ADR-018)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from nexo.observability import JsonFormatter, redact
+from nexo.settings import Settings, SettingsError, redact_url
+
+BASE = {"NEXO_ENV": "test", "DATABASE_URL": "postgresql://localhost/nexo", "REDIS_URL": "redis://localhost:6379/0"}
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://nexo:s3cr3t@db.internal:5432/nexo", "postgresql://nexo:***@db.internal:5432/nexo"),
+        ("redis://:s3cr3t@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("rediss://default:s3cr3t@cache:6380", "rediss://default:***@cache:6380"),
+        ("postgresql://nexo@db/nexo", "postgresql://nexo@db/nexo"),  # nothing to hide
+    ],
+)
+def test_urls_lose_their_password(url, shown):
+    assert redact_url(url) == shown
+    assert redact(f"could not connect to {url} (timeout)") == f"could not connect to {shown} (timeout)"
+
+
+def test_a_mistyped_database_url_is_named_without_its_password():
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(dict(BASE, DATABASE_URL="postgres-ql://nexo:s3cr3t@db/nexo"))
+    assert "DATABASE_URL" in str(caught.value) and "s3cr3t" not in str(caught.value)
+
+
+def test_a_production_redis_without_password_is_named_without_echoing_secrets():
+    env = dict(BASE, NEXO_ENV="production", SECRET_KEY="x" * 32, METRICS_TOKEN="t", DATABASE_URL="postgresql://n:pw1@db/n")
+    with pytest.raises(SettingsError, match="REDIS_URL.*no password"):
+        Settings.from_env(dict(env, REDIS_URL="redis://user@cache:6379/0"))
+
+
+def test_a_log_line_with_a_url_is_written_without_its_password():
+    record = logging.LogRecord("nexo", logging.ERROR, __file__, 1, "pool failed: %s", ("postgresql://nexo:s3cr3t@db/nexo",), None)
+    assert "s3cr3t" not in JsonFormatter().format(record)
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"SECRET_KEY": ""}, "SECRET_KEY"),
+        ({"REDIS_URL": "redis://cache:6379/0"}, "REDIS_URL"),
+        ({"METRICS_TOKEN": ""}, "METRICS_TOKEN"),
+    ],
+)
+def test_production_settings_name_what_is_missing(env, named):
+    complete = dict(BASE, NEXO_ENV="production", SECRET_KEY="x" * 32, METRICS_TOKEN="t", REDIS_URL="redis://:pw@cache:6379/0")
+    Settings.from_env(complete)  # complete: accepted
+    Settings.from_env(dict(complete, METRICS_TOKEN="", METRICS_PORT="9100"))  # the separate port instead of the token
+    Settings.from_env(dict(complete, REDIS_URL="rediss://cache:6380/0"))  # TLS instead of a password
+    with pytest.raises(SettingsError, match=named):
+        Settings.from_env({**complete, **env})
+
+
+def test_session_limits_accept_any_value_from_one_second():
+    settings = Settings.from_env(dict(BASE, SESSION_IDLE_S="1", SESSION_MAX_S="1"))
+    assert settings.security.session_idle_s == 1 and settings.security.session_max_s == 1
+    with pytest.raises(SettingsError, match="SESSION_IDLE_S"):
+        Settings.from_env(dict(BASE, SESSION_IDLE_S="0.5"))
