@@ -16,7 +16,8 @@ def give_roles(db, username: str, *roles: str) -> None:
     with db.transaction() as tx:
         for role in roles:
             tx.execute(
-                "INSERT INTO user_role (user_id, role_name) SELECT id, %s FROM app_user WHERE username = %s ON CONFLICT DO NOTHING",
+                "INSERT INTO user_role (user_id, role_name)"
+                " SELECT id, %s FROM app_user WHERE username = %s ON CONFLICT DO NOTHING",
                 [role, username],
             )
         tx.commit()
