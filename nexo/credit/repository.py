@@ -31,7 +31,7 @@ def mark_decided(
                -- what the order adds to the client's exposure once confirmed (a cancel gives it back)
                charged_cents = CASE WHEN %s THEN total_cents ELSE 0 END
          WHERE id = %s AND status = %s
-     RETURNING id, client_id, warehouse_id, total_cents, decided_at
+     RETURNING id, client_id, warehouse_id, total_cents, decided_at, salesperson_id
         """,
         [
             status,

@@ -130,9 +130,17 @@ class ReservationReleased:
     outcome: ClassVar[str] = "reservation_released"
 
 
-# What a decision came to; the view maps each case to 303 / 404 / 409. `outcome` is each case's short
+@dataclass(frozen=True)
+class OwnOrder:
+    """Separation of duties (ADR-018): nobody decides the credit of an order they entered themselves."""
+
+    order_id: uuid.UUID
+    outcome: ClassVar[str] = "own_order"
+
+
+# What a decision came to; the view maps each case to 303 / 403 / 404 / 409. `outcome` is each case's short
 # name, for logs and metric labels (the same style as create_order's and the dead-letter actions').
-DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased
+DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased | OwnOrder
 
 
 def approve_order(db: Database, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> DecisionResult:
@@ -177,6 +185,8 @@ def _approve(conn: Conn, cmd: ApproveOrder) -> DecisionResult:
     )
     if order is None:
         return _not_pending(conn, cmd.order_id)
+    if order["salesperson_id"] == cmd.officer_id:
+        return OwnOrder(cmd.order_id)  # the decision rolls back with the transaction
     client = repo.lock_client(conn, order["client_id"])
     now = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
     seen = CreditFigures(
@@ -223,6 +233,8 @@ def _reject(conn: Conn, cmd: RejectOrder) -> DecisionResult:
     )
     if order is None:
         return _not_pending(conn, cmd.order_id)
+    if order["salesperson_id"] == cmd.officer_id:
+        return OwnOrder(cmd.order_id)
     client = repo.read_client(conn, order["client_id"])
     figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
     held = [

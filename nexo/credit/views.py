@@ -122,6 +122,10 @@ def _respond(result: service.DecisionResult, form):
             return redirect(back, 303)
         case service.NotFound():
             return render_error(404, "Ese pedido no existe.")
+        case service.OwnOrder():
+            # Separation of duties (ADR-018): whoever entered the order cannot authorize or reject it.
+            message = "No podés decidir el crédito de un pedido que cargaste vos: lo decide otra persona de crédito."
+            return render_error(403, message, reason="own_order")
         case service.FiguresChanged():
             # 409: the approval conflicts with the client's current state. Nothing was approved; the page
             # shows before/after and a second form that carries the new figures (CU-02: no silent re-check).
