@@ -14,6 +14,7 @@ import sys
 import threading
 
 from nexo import observability
+from nexo.auth.accounts import purge_sessions
 from nexo.db import Database
 from nexo.deadletters.retention import run_retention
 from nexo.maintenance import MaintenanceRunner
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     db = Database(settings.database_url, max_size=2, name="retention", connect_kwargs=settings.database.connect_kwargs())
     try:
         if args.every is None:
-            return 1 if run_retention(db, settings).failures else 0
+            failed = bool(run_retention(db, settings).failures)
+            return 1 if not _purge_sessions(db, settings) or failed else 0
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
@@ -51,6 +53,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         db.close()
+
+
+def _purge_sessions(db: Database, settings: Settings) -> bool:
+    """Ended sessions older than SESSION_KEEP_DAYS go (ADR-018); the audit log keeps the trail. True if it ran."""
+    try:
+        deleted = purge_sessions(db, settings.security)
+    except Exception:
+        log.exception("retention purge failed table=user_session")
+        return False
+    log.info("retention purge table=user_session deleted=%d keep_days=%d", deleted, settings.security.session_keep_days)
+    return True
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Every host given the `maintenance` role runs it (`python -m jobs.retention --eve
 Procfile's `retention`); only the holder of the `maintenance` lease works, the others wait to take
 over. Its work: the retention pass (ADR-010, OUTBOX_RETENTION_DAYS), and each hour the telemetry
 housekeeping that used to run in every process of every host: order transaction samples, old process
-events, and the rows of hosts unseen for NEXO_HOST_EXPIRY_S (so a host gone for good stops paging).
+events, the rows of hosts unseen for NEXO_HOST_EXPIRY_S (so a host gone for good stops paging), and
+sessions ended more than SESSION_KEEP_DAYS ago (ADR-018; the audit log keeps the trail).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nexo import leases
+from nexo.auth import sessions
 from nexo.db import Database
 from nexo.deadletters.retention import run_retention
 from nexo.processes import repository as processes
@@ -73,12 +75,15 @@ class MaintenanceRunner:
             log.exception("maintenance %s failed", name)
 
     def housekeeping(self) -> dict[str, int]:
-        """Purge telemetry samples, old process events and the rows of hosts gone for good; return the counts."""
+        """Purge telemetry samples, old process events, the rows of hosts gone for good and old sessions; return the counts."""
+        security = self.settings.security
+        limits = sessions.Limits(security.session_idle_s, security.session_max_s, security.session_touch_s)
         with self.db.transaction() as tx:
             counts = {
                 "transaction_samples": telemetry.purge_transaction_samples(tx.conn, SAMPLE_KEEP_DAYS),
                 "process_events": processes.purge_old_events(tx.conn),
                 "gone_hosts_events": processes.purge_gone_hosts(tx.conn, self.settings.fleet.host_expiry_s),
+                "sessions": sessions.purge(tx.conn, keep_days=security.session_keep_days, limits=limits),
             }
             tx.commit()
         log.info("maintenance housekeeping %s", " ".join(f"{k}={v}" for k, v in counts.items()))

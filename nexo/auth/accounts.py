@@ -10,6 +10,7 @@ from werkzeug.security import check_password_hash
 from nexo.auth import passwords, sessions, trail
 from nexo.auth.service import User, create_user
 from nexo.db import Database
+from nexo.settings import SecuritySettings
 
 ROLES = ("ventas", "credito", "deposito", "dueno")
 
@@ -166,3 +167,12 @@ def close_other_sessions(db: Database, *, user: User) -> int:
         trail.record(tx.conn, trail.SESSION_REVOKED, actor=user.username, user_id=user.id, details={"sessions_ended": ended})
         tx.commit()
     return ended
+
+
+def purge_sessions(db: Database, security: SecuritySettings) -> int:
+    """Delete the sessions over SESSION_KEEP_DAYS past their end (the retention job); return how many."""
+    limits = sessions.Limits(security.session_idle_s, security.session_max_s, security.session_touch_s)
+    with db.transaction() as tx:
+        deleted = sessions.purge(tx.conn, keep_days=security.session_keep_days, limits=limits)
+        tx.commit()
+    return deleted

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 import requests
 
 from tests.e2e.account_support import app_with, is_logged_in, login, post_form
-from tests.helpers import csrf_token, http_login
+from tests.helpers import ROOT, csrf_token, http_login
 
 
 def test_a_cookie_copied_before_logout_goes_to_login_afterwards(live_server):
@@ -105,3 +108,30 @@ def test_logged_in_pages_and_the_api_are_not_stored_by_caches(client):
     assert client.get("/credit/queue").headers["Cache-Control"] == "no-store"
     assert client.get("/account").headers["Cache-Control"] == "no-store"
     assert client.get("/api/v1/orders").headers["Cache-Control"] == "no-store"  # 401 problem+json, still no-store
+
+
+def test_the_retention_job_purges_sessions_long_ended_and_keeps_the_rest(db, app):
+    login(app.test_client(), "laura")  # live
+    login(app.test_client(), "sergio")
+    with db.transaction() as tx:
+        sergio = tx.execute("SELECT id FROM app_user WHERE username = 'sergio'").fetchone()["id"]
+        tx.execute(
+            "UPDATE user_session SET ended_at = now() - interval '31 days', end_reason = 'logout',"
+            " created_at = now() - interval '32 days', last_seen_at = now() - interval '31 days' WHERE user_id = %s",
+            [sergio],
+        )
+        tx.execute(  # never logged out, idle for 31 days
+            "INSERT INTO user_session (token_sha256, user_id, created_at, last_seen_at, client_addr, user_agent)"
+            " VALUES (repeat('a', 64), %s, now() - interval '40 days', now() - interval '40 days', '127.0.0.1', 'x')",
+            [sergio],
+        )
+        tx.commit()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs.retention"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "table=user_session deleted=2" in result.stderr
+    with db.reading() as conn:
+        users = [r["username"] for r in conn.execute("SELECT u.username FROM user_session s JOIN app_user u ON u.id = s.user_id")]
+    assert users == ["laura"]
