@@ -4,11 +4,13 @@ page with filters, /metrics counters, and the per-username limit taken before th
 from __future__ import annotations
 
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyotp
 import requests
 
+from nexo.auth import service
 from tests.e2e.account_support import login, post_form
 from tests.e2e.test_second_factor import enrol
 from tests.helpers import DEMO_PASSWORD, csrf_token
@@ -100,6 +102,32 @@ def test_twenty_parallel_wrong_passwords_reach_the_check_at_most_five_times(live
     assert statuses.count(401) == 5 and statuses.count(429) == 15, statuses
     checked = [r for r in trail(db) if r["action"] == "auth.login_failed"]
     assert len(checked) == 5  # only those that reached the password check left a row
+
+
+def test_twenty_parallel_wrong_passwords_in_one_process_run_the_password_check_five_times(app, monkeypatch):
+    # The check itself counted: attempts that were refused after comparing a password would not show
+    # in the statuses or the trail, only here.
+    checks, lock = [], threading.Lock()
+    real_check = service.check_password_hash
+
+    def counted(stored, typed):
+        with lock:
+            checks.append(typed)
+        return real_check(stored, typed)
+
+    monkeypatch.setattr(service, "check_password_hash", counted)
+    start = threading.Barrier(20)
+
+    def attempt(_):
+        client = app.test_client()
+        token = csrf_token(client.get("/login").get_data(as_text=True))
+        start.wait()
+        return client.post("/login", data={"username": "vendedor1", "password": "wrong", "csrf_token": token}).status_code
+
+    with ThreadPoolExecutor(20) as pool:
+        statuses = list(pool.map(attempt, range(20)))
+    assert sorted(statuses) == [401] * 5 + [429] * 15
+    assert len(checks) == 5
 
 
 def test_a_successful_login_gives_its_place_back(app):
