@@ -40,13 +40,13 @@ class NewUserForm(RefusesControlCharacters, FlaskForm):
 
     username = StringField("Usuario", validators=[DataRequired("Ingresá el usuario."), Length(max=64)])
     name = StringField("Nombre", validators=[DataRequired("Ingresá el nombre."), Length(max=120)])
-    roles = SelectMultipleField("Roles", choices=list(ROLE_LABELS), validate_choice=False)
+    roles = SelectMultipleField("Roles", validate_choice=False)  # drawn as checkboxes by the template
 
 
 class RolesForm(RefusesControlCharacters, FlaskForm):
     """The roles of one user (repeatable `roles`)."""
 
-    roles = SelectMultipleField("Roles", choices=list(ROLE_LABELS), validate_choice=False)
+    roles = SelectMultipleField("Roles", validate_choice=False)  # drawn as checkboxes by the template
 
 
 class EnrolForm(RefusesControlCharacters, FlaskForm):

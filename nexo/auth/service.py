@@ -81,7 +81,8 @@ def create_user(
     """Create a user with the given roles in the caller's transaction; return its id."""
     user_id = one_row(
         conn.execute(
-            "INSERT INTO app_user (username, full_name, password_hash, must_change_password) VALUES (%s, %s, %s, %s) RETURNING id",
+            "INSERT INTO app_user (username, full_name, password_hash, must_change_password)"
+            " VALUES (%s, %s, %s, %s) RETURNING id",
             [username.strip().lower(), full_name, password_hash, must_change_password],
         )
     )["id"]
