@@ -92,6 +92,7 @@ def _logged_in(app):
     with client.session_transaction() as session:
         session["_user_id"] = "1"
         session["_fresh"] = True
+        session["sid"] = "a-session-id"  # the server-side session (ADR-018): checking it needs the database
     return client, token
 
 

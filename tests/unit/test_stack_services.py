@@ -21,12 +21,12 @@ def test_servers_kept_without_a_data_dir_go_under_nexo_data_dir(tmp_path, monkey
     started = []
 
     @contextlib.contextmanager
-    def postgres(data_dir, *, throwaway):
+    def postgres(data_dir, *, throwaway, password=None):
         started.append(("postgres", data_dir, throwaway))
         yield "postgresql://postgres@127.0.0.1:1/postgres"
 
     @contextlib.contextmanager
-    def redis(data_dir, *, persist):
+    def redis(data_dir, *, persist, password=None):
         started.append(("redis", data_dir, persist))
         yield "redis://127.0.0.1:1/0"
 
@@ -37,3 +37,5 @@ def test_servers_kept_without_a_data_dir_go_under_nexo_data_dir(tmp_path, monkey
         assert filled["DATABASE_URL"].startswith("postgresql://") and filled["REDIS_URL"].startswith("redis://")
     data = (tmp_path / "datos").resolve()
     assert started == [("postgres", data / "postgres", False), ("redis", data / "redis", True)]
+    # Kept servers ask for passwords of their own, kept beside their data, readable by the user only (ADR-018).
+    assert sorted(p.name for p in data.glob("*_password")) == ["postgres_password", "redis_password"]
