@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-cluster lint bench lock clean
+.PHONY: run test test-cluster lint bench lock clean backup restore
 
 # requirements-dev.txt is requirements.txt (what production installs) plus the tests, the linters and
 # the embedded servers, every package pinned with its hashes (`make lock` recompiles both from
@@ -19,8 +19,19 @@ $(STAMP): requirements.txt requirements-dev.txt
 run: $(STAMP)
 	$(PY) scripts/stack.py run
 
+# Backups of the embedded Postgres (ADR-016, README "Backups and restore"): a base backup now; a restore
+# to AT (RFC 3339, default the archive's end) from the newest backup before it, or FROM=<name>.
+backup: $(STAMP)
+	@$(PY) scripts/stack.py backup
+
+restore: $(STAMP)
+	@$(PY) scripts/stack.py restore --at "$(AT)" --from "$(FROM)"
+
+# ensure_axe.sh fetches the pinned axe-core before the suite; when it cannot, it says why here and the
+# accessibility test fails with that reason (tests/e2e/browser_fixtures.py), so make test goes on to run the rest.
 test: lint
 	@bash scripts/ensure_browser.sh
+	@bash scripts/ensure_axe.sh >/dev/null || true
 	@bash scripts/ensure_promtool.sh
 	@bash scripts/ensure_cluster_tools.sh
 	$(PY) scripts/stack.py test -- $(PYTEST_ARGS)

@@ -14,8 +14,8 @@ from datetime import datetime
 
 import redis
 
+from bench import backup, floor, growth, hot_sku, machine, mixed, order_entry, pgbench, pgbouncer, profile, relay, report
 from bench import data as bench_data
-from bench import growth, hot_sku, machine, mixed, order_entry, pgbench, pgbouncer, profile, relay, report
 from bench import scale as scales
 from bench.api_client import integrations
 from bench.cpu import CpuMeter
@@ -97,6 +97,8 @@ def main() -> int:
                 "seconds": scale.pgbench_s,
                 **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")},
             }
+        if "floor" in phases:
+            _floor(run)
         if "direct" in phases:
             _direct(run)
         if phases & {"http", "api", "hot"}:
@@ -110,6 +112,9 @@ def main() -> int:
         if "growth" in phases:
             # Last: it loads a million orders into the database every other phase measured empty.
             results["growth"] = growth.run(run)
+        if "backup" in phases:
+            # Only when asked for (bench/scale.py ON_REQUEST): a cluster of its own, archiving, with the growth history.
+            results["backup"] = backup.run(run)
         run.stack.close()
         if anchor is not None:
             # The same anchor again at the end: a large difference means the machine's load changed mid-run.
@@ -117,15 +122,36 @@ def main() -> int:
             results["pgbench"]["tpcb-like-at-end"] = anchor.run("tpcb-like", scale.pgbench_s)
     results["machine"]["load_after"] = machine.load_average()
     results["wall_s"] = round(time.monotonic() - began, 1)
-    results["targets"] = report.targets(results)
-    results["targets_round_2"] = report.targets_round_2(results)
-    results["targets_fleet"] = report.targets_fleet(results)
+    _verdicts(results)
     print("\n" + report.table(results) + "\n", flush=True)
     path = report.write_json(results)
     say(f"written {path.relative_to(ROOT)} ({results['wall_s']} s)")
     if os.environ.get("BENCH_PRINT_JSON"):
         print(json.dumps(results, indent=2, default=str))
     return 0
+
+
+def _verdicts(results: dict) -> None:
+    """Every round's targets, checked against this run (ADR-011)."""
+    results["targets"] = report.targets(results)
+    results["targets_round_2"] = report.targets_round_2(results)
+    results["targets_fleet"] = report.targets_fleet(results)
+    results["targets_floor"] = report.targets_floor(results)
+    results["targets_backup"] = report.targets_backup(results)
+
+
+def _floor(run: Run) -> None:
+    # Before the order phases: the floor sees the same nearly empty tables direct create_order sees next.
+    scale, results = run.scale, run.results
+    seconds = max(1, round(scale.entry_s))  # as long as each direct measurement
+    say(f"(1b) order floor: pgbench bench/order_floor.sql, {floor.ORDER_CLIENTS} clients, {seconds} s")
+    # Postgres's CPU per order with no Python in between: what direct's postgres column is compared with.
+    meter = CpuMeter(run.database_url, run.redis_url)
+    results["order_floor"] = floor.order_floor(run.db, run.database_url, run.data, seconds, meter)
+    events = max(4000, 2 * scale.relay_events)  # a few seconds of delivery at least, even at smoke scale
+    say(f"(1b) delivery floor: pgbench bench/delivery_floor.sql, {floor.DELIVERY_CLIENTS} lanes, {events} events")
+    meter = CpuMeter(run.database_url, run.redis_url)
+    results["delivery_floor"] = floor.delivery_floor(run.db, run.database_url, run.data, events, meter)
 
 
 def _direct(run: Run) -> None:

@@ -12,9 +12,19 @@ import time
 
 import psycopg
 
-from nexo.outbox.repository import CLAIM_SQL
+from nexo.outbox.repository import CLAIM_SQL, SETTLED_STATES
+from nexo.states import AttemptOutcome
 
-PARAMS = {"lease_s": 30, "worker": "bench", "limit": 16, "max_attempts": 8, "ids": None, "destination": "fiscal"}
+PARAMS = {
+    "lease_s": 30,
+    "worker": "bench",
+    "limit": 16,
+    "max_attempts": 8,
+    "ids": None,
+    "destination": "fiscal",
+    "no_outcome": AttemptOutcome.SIN_RESULTADO,
+    **SETTLED_STATES,
+}
 
 
 def _add(conn: psycopg.Connection, n: int, status: str) -> None:

@@ -3,7 +3,7 @@ through PgBouncer in transaction mode (DB_PREPARE_THRESHOLD=none), with the serv
 
 The question a fleet asks: with N web hosts the connections multiply (2 gunicorn workers × (pool 10 + 2
 for the recorder) per host); PgBouncer holds the server side at its pool size whatever the clients. The
-goal (issue 26): 64 clients through PgBouncer on at most 20 server connections, within 10 % of the
+goal (ADR-019): 64 clients through PgBouncer on at most 20 server connections, within 10 % of the
 direct figure at 8 clients. Debian's pgbouncer (scripts/ensure_cluster_tools.sh); it refuses to run as
 root, so it runs as the account that owns the database's socket directory (or `postgres`).
 """

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from bench import growth, mixed, pgbouncer
+from bench import backup, growth, mixed, pgbouncer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -98,9 +98,71 @@ def targets_round_2(results: dict) -> list[dict]:
     return _verdicts(checks)
 
 
+def targets_floor(results: dict) -> list[dict]:
+    """The third round's targets: each path as a share of its own floor (bench/floor.py), in one run (ADR-011)."""
+    _, http8, direct8, _, relay2, _ = _compared(results)
+    order_floor = (results.get("order_floor") or {}).get("orders_per_s")
+    delivery_floor = (results.get("delivery_floor") or {}).get("events_per_s")
+
+    def share(value, floor):
+        return value / floor if value is not None and floor else None
+
+    checks = [
+        (
+            "direct create_order @8 ÷ order floor @8",
+            share(direct8 and direct8["per_s"], order_floor),
+            "≥ 70 %",
+            lambda v: v >= 0.70,
+            "pct",
+        ),
+        ("HTTP form @8 ÷ order floor @8", share(http8 and http8["per_s"], order_floor), "≥ 35 %", lambda v: v >= 0.35, "pct"),
+        (
+            "relay, 2 workers ÷ delivery floor",
+            share(relay2 and relay2["events_per_s"], delivery_floor),
+            "≥ 50 %",
+            lambda v: v >= 0.50,
+            "pct",
+        ),
+    ]
+    return _verdicts(checks)
+
+
+def _floor_lines(results: dict, tpcb: float | None) -> list[str]:
+    """The floor's own figures (bench/floor.py): orders/s and events/s of the SQL alone."""
+    order, delivery = results.get("order_floor"), results.get("delivery_floor")
+    lines = []
+    if order:
+        share = f" ({order['orders_per_s'] / tpcb * 100:.1f} % of tpcb-like)" if tpcb else ""
+        lines += [
+            "(1b) the floor: create_order's SQL and a relay batch's SQL alone, pgbench -M prepared on the bench's data",
+            f"    order floor, bench/order_floor.sql, {order['clients']} clients, {order['seconds']} s:"
+            f" {_num(order['orders_per_s'])} orders/s{share}, avg latency {order['latency_ms']} ms,"
+            f" {order['confirmed']} orders CONFIRMADO of {order['transactions']} transactions"
+            + _postgres_cpu(order.get("cpu_ms_per_order"), "order"),
+        ]
+    if delivery:
+        if not order:
+            lines.append("(1b) the floor: a relay batch's SQL alone, pgbench -M prepared on the bench's data")
+        lines.append(
+            f"    delivery floor, bench/delivery_floor.sql, {delivery['clients']} lanes, batches of {delivery['batch']}:"
+            f" {_num(delivery['events_per_s'])} events/s ({delivery['delivered']} of {delivery['events']} ENTREGADO"
+            f" in {delivery['seconds']} s)" + _postgres_cpu(delivery.get("cpu_ms_per_event"), "event")
+        )
+    return lines + [""] if lines else []
+
+
+def _postgres_cpu(cpu: dict | None, unit: str) -> str:
+    return f", Postgres CPU {cpu['postgres']:.2f} ms/{unit}" if cpu and cpu.get("postgres") is not None else ""
+
+
 def targets_fleet(results: dict) -> list[dict]:
     """The PgBouncer phase's targets (bench/pgbouncer.py)."""
     return _verdicts(pgbouncer.targets(results))
+
+
+def targets_backup(results: dict) -> list[dict]:
+    """The backup phase's targets (bench/backup.py, ADR-016)."""
+    return _verdicts(backup.targets(results))
 
 
 def _verdicts(checks) -> list[dict]:
@@ -114,10 +176,13 @@ def _verdicts(checks) -> list[dict]:
 def _fmt(value, unit: str) -> str:
     if value is None:
         return "—"
+    if unit == "verdict":
+        return "holds" if value else "FAILED"
     return {
         "pct": f"{value * 100:.1f} %",
         "ms": f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms",
         "s": f"{value:.3f} s",
+        "seconds": f"{value:.1f} s",
         "ev/s": f"{value:.0f} events/s",
         "orders/s": f"{value:.0f} orders/s",
         "connections": f"{value} connections",
@@ -135,6 +200,15 @@ def _cpu(values: dict | None) -> str:
     first = sorted((k for k in values if k not in ("postgres", "redis", "load generator")), key=lambda k: k == "fakes")
     order = first + [k for k in ("postgres", "redis", "load generator") if k in values]
     return " · ".join(f"{values[k]:.1f}" for k in order)
+
+
+def _shares(per_s: float, tpcb: float | None, floor: float | None) -> tuple[str, str]:
+    """A row's rate as a share of pgbench tpcb-like and of the order floor ("—": not measured)."""
+
+    def share(anchor: float | None) -> str:
+        return f"{per_s / anchor * 100:.1f} %" if anchor else "—"
+
+    return share(tpcb), share(floor)
 
 
 def table(results: dict) -> str:
@@ -161,6 +235,7 @@ def table(results: dict) -> str:
             )
         lines.append("")
     tpcb = pg["tpcb-like"]["tps"] if pg else None
+    lines += _floor_lines(results, tpcb)
     for key, title in (
         ("direct", "(2) create_order direct (no HTTP), 2-line orders"),
         (
@@ -176,14 +251,14 @@ def table(results: dict) -> str:
             continue
         lines += [
             title,
-            "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like   CPU ms/order: "
+            "    conc   orders/s    p50 ms    p99 ms   errors   ÷ tpcb-like    ÷ floor   CPU ms/order: "
             + ("python · postgres · redis" if key == "direct" else "gunicorn · postgres · redis · load generator"),
         ]
         for r in rows:
-            share = f"{r['per_s'] / tpcb * 100:.1f} %" if tpcb else "—"
+            share, of_floor = _shares(r["per_s"], tpcb, (results.get("order_floor") or {}).get("orders_per_s"))
             lines.append(
                 f"    {r['concurrency']:>4} {_num(r['per_s']):>10} {_num(r['p50_ms']):>9} {_num(r['p99_ms']):>9}"
-                f" {r['errors']:>8} {share:>12}   {_cpu(r.get('cpu_ms_per_op'))}"
+                f" {r['errors']:>8} {share:>12} {of_floor:>10}   {_cpu(r.get('cpu_ms_per_op'))}"
             )
         bare = results.get("direct_without_wakeup") if key == "direct" else None
         if bare:
@@ -234,16 +309,20 @@ def table(results: dict) -> str:
                 f" {_num(r.get('p99_to_claim_ms')):>14} {_num(r.get('p99_claimed_ms')):>14}"
             )
         lines.append("")
-    if results.get("mixed"):
-        lines += mixed.table(results["mixed"])
-    if results.get("pgbouncer"):
-        lines += pgbouncer.table(results["pgbouncer"])
-    if results.get("growth"):
-        lines += growth.table(results["growth"])
+    for key, phase_table in (
+        ("mixed", mixed.table),
+        ("pgbouncer", pgbouncer.table),
+        ("growth", growth.table),
+        ("backup", backup.table),
+    ):
+        if results.get(key):
+            lines += phase_table(results[key])
     for title, checked in (
-        ("Targets (issue 8)", results["targets"]),
-        ("Targets (issue 14: CPU per unit of work first)", results.get("targets_round_2") or []),
-        ("Targets (issue 26: several hosts)", results.get("targets_fleet") or []),
+        ("Targets (round 1: rates and latency, ADR-011)", results["targets"]),
+        ("Targets (round 2: CPU per unit of work first, ADR-011)", results.get("targets_round_2") or []),
+        ("Targets (several hosts, ADR-019)", results.get("targets_fleet") or []),
+        ("Targets (round 3: each path against its floor)", results.get("targets_floor") or []),
+        ("Targets (backups, ADR-016)", results.get("targets_backup") or []),
     ):
         if not checked:
             continue

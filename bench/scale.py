@@ -7,6 +7,8 @@ from dataclasses import dataclass, replace
 
 from bench.grow import FULL, Volume
 
+SMOKE_VOLUME = Volume(orders=50_000, dead_letters=5_000, clients=10_000, skus=50_000)
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -28,6 +30,10 @@ class Scale:
     page_s: float = 3  # per page-load measurement of the growth phase
     mixed_rates: tuple = (50, 75, 100, 150, 200, 250, 300)  # orders/s of the mixed phase's steps
     mixed_step_s: float = 8  # seconds per step of the mixed phase
+    backup_volume: Volume = FULL  # the history the backup phase backs up (ADR-016: the growth database)
+    backup_hour_orders: int = 180_000  # orders written between the base backup and the restore: an hour at 50/s
+    backup_lag_minutes: float = 2  # how long the archive lag is probed under a 50 orders/s load
+    backup_max_lag_s: int = 10  # BACKUP_MAX_LAG_S of the backup phase's cluster: short, so the lag probe is short
 
 
 SCALES = {
@@ -47,13 +53,19 @@ SCALES = {
         page_s=1.5,
         mixed_rates=(50, 100, 200),
         mixed_step_s=3,
-        growth_volume=Volume(orders=50_000, dead_letters=5_000, clients=10_000, skus=50_000),
+        growth_volume=SMOKE_VOLUME,
+        backup_volume=SMOKE_VOLUME,
+        backup_hour_orders=5_000,
+        backup_lag_minutes=0.5,
     ),
 }
+VOLUMES = {"full": FULL, "smoke": SMOKE_VOLUME}  # BENCH_BACKUP_VOLUME's names
 
 
 def from_env(env: dict | None = None) -> Scale:
-    """The scale named by BENCH_SCALE, with BENCH_ENTRY_S / BENCH_PGBENCH_S / BENCH_RELAY_EVENTS overrides."""
+    """The scale named by BENCH_SCALE, with BENCH_ENTRY_S / BENCH_PGBENCH_S / BENCH_RELAY_EVENTS / BENCH_LATENCY_S and
+    the backup phase's BENCH_BACKUP_VOLUME (full, smoke) / BENCH_BACKUP_HOUR_ORDERS / BENCH_BACKUP_LAG_MINUTES /
+    BENCH_BACKUP_LAG_S (else BACKUP_MAX_LAG_S) overrides."""
     env = os.environ if env is None else env
     name = env.get("BENCH_SCALE", "full").strip() or "full"
     if name not in SCALES:
@@ -64,19 +76,35 @@ def from_env(env: dict | None = None) -> Scale:
         "pgbench_s": ("BENCH_PGBENCH_S", int),
         "relay_events": ("BENCH_RELAY_EVENTS", int),
         "latency_s": ("BENCH_LATENCY_S", float),
+        "backup_hour_orders": ("BENCH_BACKUP_HOUR_ORDERS", int),
+        "backup_lag_minutes": ("BENCH_BACKUP_LAG_MINUTES", float),
+        # The bench's own name first; else the Nexo setting a person may have exported for make run.
+        "backup_max_lag_s": ("BENCH_BACKUP_LAG_S" if env.get("BENCH_BACKUP_LAG_S") else "BACKUP_MAX_LAG_S", int),
     }
     for field, (var, kind) in overrides.items():
         if env.get(var):
             scale = replace(scale, **{field: kind(env[var])})
+    volume = env.get("BENCH_BACKUP_VOLUME", "").strip()
+    if volume:
+        if volume not in VOLUMES:
+            raise SystemExit(f"BENCH_BACKUP_VOLUME={volume!r} must be one of {', '.join(VOLUMES)}")
+        scale = replace(scale, backup_volume=VOLUMES[volume])
     return scale
 
 
+# Phases that run only when BENCH_ONLY names them: the backup phase (ADR-016, "Measured") backs up, verifies and
+# restores the growth database and writes an hour's orders in between: tens of minutes the default run must not grow by.
+ON_REQUEST = {"backup"}
+
+
 def phases(env: dict | None = None) -> set[str]:
-    """The phases to run (BENCH_ONLY=pgbench,direct,http,api,hot,relay,mixed,pgbouncer,growth; default all), to iterate on one."""
+    """The phases to run (BENCH_ONLY=pgbench,floor,direct,http,api,hot,relay,mixed,pgbouncer,growth,backup; default all
+    but those ON_REQUEST), to iterate on one."""
     env = os.environ if env is None else env
-    every = {"pgbench", "direct", "http", "api", "hot", "relay", "mixed", "pgbouncer", "growth"}
+    every = {"pgbench", "floor", "direct", "http", "api", "hot", "relay", "mixed", "pgbouncer", "growth"}
     chosen = {p.strip() for p in env.get("BENCH_ONLY", "").split(",") if p.strip()}
-    unknown = chosen - every
+    unknown = chosen - every - ON_REQUEST
     if unknown:
-        raise SystemExit(f"BENCH_ONLY: unknown phase(s) {', '.join(sorted(unknown))}; choose from {', '.join(sorted(every))}")
+        known = ", ".join(sorted(every | ON_REQUEST))
+        raise SystemExit(f"BENCH_ONLY: unknown phase(s) {', '.join(sorted(unknown))}; choose from {known}")
     return chosen or every

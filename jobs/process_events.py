@@ -10,25 +10,42 @@ import argparse
 import logging
 import os
 import sys
+import xmlrpc.client
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from supervisor import childutils
+from supervisor.xmlrpc import Faults
 
 from nexo.db import Database
 from nexo.observability import configure_logging
-from nexo.processes.listener import FATAL_COOLDOWN_S, ProcessEventRecorder
+from nexo.processes.listener import FATAL_COOLDOWN_S, ProcessEventRecorder, SupervisorShuttingDown
 from nexo.settings import Settings, SettingsError
 
 log = logging.getLogger("jobs.process_events")
 
 
+@contextmanager
+def _refused_while_shutting_down() -> Iterator[None]:
+    """Turn supervisord's SHUTDOWN_STATE fault into SupervisorShuttingDown; any other fault stays as it is."""
+    try:
+        yield
+    except xmlrpc.client.Fault as fault:
+        if fault.faultCode == Faults.SHUTDOWN_STATE:
+            raise SupervisorShuttingDown(fault.faultString) from fault
+        raise
+
+
 def start_process(name: str) -> None:
     """Ask supervisord (over the socket it passes in SUPERVISOR_SERVER_URL) to start a program."""
-    childutils.getRPCInterface(os.environ).supervisor.startProcess(name, False)
+    with _refused_while_shutting_down():
+        childutils.getRPCInterface(os.environ).supervisor.startProcess(name, False)
 
 
 def all_processes() -> list[dict]:
     """supervisord's view of every program (state, when it last stopped, its clock)."""
-    return childutils.getRPCInterface(os.environ).supervisor.getAllProcessInfo()
+    with _refused_while_shutting_down():
+        return childutils.getRPCInterface(os.environ).supervisor.getAllProcessInfo()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from nexo.auth.accounts import purge_sessions
 from nexo.db import Database
 from nexo.deadletters.retention import run_retention
 from nexo.maintenance import MaintenanceRunner
-from nexo.settings import Settings, SettingsError
+from nexo.settings import Settings, SettingsError, start_up_warnings
 
 log = logging.getLogger("jobs.retention")
 
@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         log.error("retention not started: %s", exc)
         return 2
+    for warning in start_up_warnings(settings):  # README, Running it safely: said by every production program
+        log.warning("start-up warning: %s", warning)
     db = Database(settings.database_url, max_size=2, name="retention", connect_kwargs=settings.database.connect_kwargs())
     try:
         if args.every is None:

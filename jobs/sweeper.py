@@ -15,7 +15,7 @@ from nexo.extensions import redis_for
 from nexo.observability import configure_logging
 from nexo.outbox import relay, sweeper
 from nexo.outbox.wakeup import Wakeup
-from nexo.settings import Settings, SettingsError
+from nexo.settings import Settings, SettingsError, start_up_warnings
 from nexo.telemetry import exporter
 
 log = logging.getLogger("jobs.sweeper")
@@ -29,6 +29,8 @@ def main() -> int:
     except SettingsError as exc:
         print(f"nexo sweeper: configuration error: {exc}", file=sys.stderr)
         return 2
+    for warning in start_up_warnings(settings):  # README, Running it safely: said by every production program
+        log.warning("start-up warning: %s", warning)
     ctx = relay.build_context(settings, "sweeper")
     stop = threading.Event()
     if settings.fleet.relay_metrics_port:

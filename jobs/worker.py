@@ -29,7 +29,7 @@ from jobs import deliver
 from nexo.extensions import redis_for
 from nexo.observability import configure_logging
 from nexo.outbox import relay, wakeup
-from nexo.settings import Settings, SettingsError
+from nexo.settings import Settings, SettingsError, start_up_warnings
 from nexo.telemetry import exporter
 
 log = logging.getLogger("jobs.worker")
@@ -94,6 +94,8 @@ def main() -> int:
     except SettingsError as exc:
         print(f"nexo worker: configuration error: {exc}", file=sys.stderr)
         return 2
+    for warning in start_up_warnings(settings):  # README, Running it safely: said by every production program
+        log.warning("start-up warning: %s", warning)
     kind, queue = settings.relay_worker_class, settings.relay_queue
     if kind == "simple":
         deliver.use_context(relay.build_context(settings, "worker"))  # once, for every job of this process

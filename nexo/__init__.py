@@ -11,6 +11,7 @@ from flask import Flask
 from nexo import (
     api,
     auth,
+    backup,
     books,
     credit,
     deadletters,
@@ -28,6 +29,7 @@ from nexo import (
     orders,
     outbox,
     security,
+    vocabulary,
 )
 from nexo.settings import Settings
 from nexo.telemetry import metrics
@@ -59,6 +61,7 @@ def create_app(settings: Settings | None = None, test_config: dict[str, Any] | N
     extensions.init_app(app, settings)  # the pool, Redis, CSRF
     outbox.init_app(app, settings)  # the relay wake-up rung after each commit (ADR-004)
     formatting.init_app(app)  # |money, |local_time, |duration
+    vocabulary.init_app(app)  # codes in words: |order_status, |reason, |delivery_error… (ADR-021)
     errors.init_app(app)  # error pages in Spanish; 503 when Postgres or Redis is down
     migrations.init_app(app)  # flask db upgrade
     books.init_app(app)  # flask check: stock and credit add up
@@ -73,6 +76,7 @@ def create_app(settings: Settings | None = None, test_config: dict[str, Any] | N
     ops.init_app(app)  # /ops, /metrics
     api.init_app(app)  # the Orders API (ADR-015), flask apikeys
     demo.init_app(app)  # flask demo load
+    backup.init_app(app)  # flask backup … (ADR-016)
     # After every blueprint: security wraps the views marked for the login limits and builds the limiter
     # the API's per-key limit uses.
     security.init_app(

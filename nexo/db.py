@@ -183,3 +183,8 @@ def _roll_back(conn: Conn) -> None:
         conn.rollback()
     except psycopg.Error as exc:
         log.warning("rollback failed, connection discarded: %s", type(exc).__name__)
+
+
+def contains_pattern(text: str) -> str:
+    """An ILIKE pattern matching `text` anywhere, its own %, _ and \\ taken literally."""
+    return "%" + text.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"

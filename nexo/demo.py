@@ -11,6 +11,7 @@ from werkzeug.security import generate_password_hash
 from nexo.auth.service import create_user
 from nexo.db import Conn, one_row
 from nexo.extensions import get_db
+from nexo.stock import levels as stock
 
 WAREHOUSES = [("CEN", "Centro"), ("NOR", "Norte")]
 DEMO_ENVIRONMENTS = ("demo", "test")
@@ -58,10 +59,8 @@ def load(conn: Conn, password: str) -> None:
         conn.execute("INSERT INTO warehouse (id, name) VALUES (%s, %s)", [code, name])
     for sku, name, stock_cen, price in PRODUCTS:
         product_id = one_row(conn.execute("INSERT INTO product (sku, name) VALUES (%s, %s) RETURNING id", [sku, name]))["id"]
-        conn.execute(
-            "INSERT INTO stock_level (product_id, warehouse_id, on_hand) VALUES (%s, 'CEN', %s), (%s, 'NOR', 0)",
-            [product_id, stock_cen, product_id],
-        )
+        stock.open_level(conn, product_id=product_id, warehouse_id="CEN", on_hand=stock_cen)
+        stock.open_level(conn, product_id=product_id, warehouse_id="NOR", on_hand=0)
         if price is not None:
             conn.execute("INSERT INTO price_list (product_id, price_cents) VALUES (%s, %s)", [product_id, price])
     for name, tier, limit, exposure in CLIENTS:
@@ -70,7 +69,10 @@ def load(conn: Conn, password: str) -> None:
             [name, tier, limit, exposure],
         )
     for username, full_name, role in USERS:
-        create_user(conn, username, full_name, _password_hash(password), [role])
+        user_id = create_user(conn, username, full_name, _password_hash(password), [role])
+        # Example addresses (RFC 2606: example.com never receives mail), so the email notifications have
+        # someone to write to when SMTP_URL points at a test server.
+        conn.execute("UPDATE app_user SET email = %s WHERE id = %s", [f"{username}@example.com", user_id])
 
 
 def init_app(app: Flask) -> None:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Flask, current_app, g, render_template, request
+from flask import Blueprint, Flask, current_app, g, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
 from redis.exceptions import RedisError
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestURITooLarge
 
 from nexo.db import DatabaseUnavailable
 from nexo.form_input import ControlCharacterRefused
 
 bp = Blueprint("errors", __name__)
+MAX_URL = 4096  # characters of path and query; scripts/gunicorn_conf.py lets 8190 through to say so here
 log = logging.getLogger(__name__)
 
 MESSAGES = {
@@ -24,6 +25,10 @@ MESSAGES = {
     405: ("Método no permitido", "Esta dirección no acepta esa operación."),
     409: ("Conflicto", "La operación choca con otra que ya se registró."),
     413: ("Demasiado grande", "El formulario enviado es demasiado grande."),
+    414: (
+        "Dirección demasiado larga",
+        "La dirección tiene demasiados datos. Volvé a la página anterior y probá con menos filtros.",
+    ),
     422: ("No se pudo procesar", "La operación no se pudo completar con estos datos."),
     429: ("Demasiados intentos", "Esperá unos minutos antes de volver a intentar."),
     500: ("Error interno", "Algo falló de nuestro lado. No se guardó nada a medias; probá de nuevo."),
@@ -98,15 +103,29 @@ def http_error(error: HTTPException):
     if error.code and error.code < 400:
         return error
     own = _own_format(error.code or 500, error.description)
-    if own is not None:
-        return own
-    return render_error(error.code or 500, error.description if error.code in (409, 422) else None)
+    response = make_response(
+        own if own is not None else render_error(error.code or 500, error.description if error.code in (409, 422) else None)
+    )
+    # A 405 says which methods the address takes (RFC 9110 15.5.6), in our format as in werkzeug's.
+    if isinstance(error, MethodNotAllowed) and error.valid_methods:
+        response.headers["Allow"] = ", ".join(error.valid_methods)
+    return response
+
+
+@bp.before_app_request
+def refuse_over_long_urls():
+    """414 in the site's own format (problem+json under /api/, a Spanish page elsewhere) for a URL past
+    MAX_URL: gunicorn lets lines up to twice that through (limit_request_line), so this answer, not its
+    bare HTML, is what an over-long URL gets."""
+    if len(request.full_path) > MAX_URL:
+        return http_error(RequestURITooLarge())
+    return None
 
 
 def database_down(error):
     log.error("database unavailable: %s", type(error).__name__)
     # From here on this request must not touch the database: the page is drawn without the user's
-    # name and without the navigation badges (nexo/__init__.load_user, nexo/navigation.py).
+    # name and without the navigation badges (nexo/auth/__init__.py's _load_user, nexo/navigation.py).
     g.database_unavailable = True
     if request.method in ("GET", "HEAD"):
         return render_error(503, DATABASE_DOWN_READ)

@@ -45,6 +45,11 @@ def get_wakeup():
     return current_app.extensions["nexo.wakeup"]
 
 
+def mail_enabled() -> bool:
+    """Whether email notifications are on (SMTP_URL set): the use cases then queue them (nexo/mail/)."""
+    return current_app.config["NEXO_SETTINGS"].mail is not None
+
+
 def make_redis(url: str) -> redis.Redis:
     """A Redis client that fails fast: Redis being down must delay events, never hang a request."""
     return redis_client.connect(url)

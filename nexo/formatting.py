@@ -2,7 +2,7 @@
 money they type (one place, so all pages agree).
 
 init_app registers each one once for every template, under one name: `|money`, `|local_time`,
-`|duration`, `|order_status`, `|billing_status`.
+`|duration`. States and reasons in words are nexo/vocabulary.py's.
 """
 
 from __future__ import annotations
@@ -11,37 +11,19 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 from flask import Flask
+from markupsafe import Markup
 
 # Argentina keeps UTC-3 all year (no daylight saving since 2009); a fact, not a business setting.
 ARGENTINA = timezone(timedelta(hours=-3), "ART")
 
 
-# An order's state in words (orders.status and orders.billing_status; nexo/states.py holds the codes,
-# which stay in data-* attributes). tests/unit/test_money_and_words.py checks every state has its words.
-ORDER_STATUS_WORDS = {
-    "CONFIRMADO": "Confirmado",
-    "PENDIENTE_AUTORIZACION": "Esperando autorización de crédito",
-    "RECHAZADO": "Rechazado por crédito",
-    "ANULADO": "Anulado",
-    "DESPACHADO_PARCIAL": "Despachado en parte",
-    "DESPACHADO": "Despachado",
-}
-BILLING_STATUS_WORDS = {
-    "NO_APLICA": "No corresponde",
-    "PENDIENTE_FACTURACION": "Factura pendiente",
-    "FACTURADO": "Facturado",
-    "ANULADA": "Factura anulada con nota de crédito",
-}
-
-
 def init_app(app: Flask) -> None:
-    """Give every template `|money`, `|local_time` (`seconds=True` on the dead-letter pages), `|duration`,
-    `|order_status` and `|billing_status`."""
-    app.add_template_filter(format_ars, "money")
+    """Give every template `|money`, `|local_time` (`seconds=True` on the dead-letter pages) and `|duration`
+    (the words for states and reasons are nexo/vocabulary.py's)."""
+    app.add_template_filter(money_html, "money")
     app.add_template_filter(format_local, "local_time")
     app.add_template_filter(format_duration, "duration")
-    app.add_template_filter(lambda code: ORDER_STATUS_WORDS.get(code, code), "order_status")
-    app.add_template_filter(lambda code: BILLING_STATUS_WORDS.get(code, code), "billing_status")
+    app.add_template_filter(format_order_number, "order_number")
 
 
 def format_ars(cents: int | None) -> str:
@@ -51,6 +33,11 @@ def format_ars(cents: int | None) -> str:
     sign = "-" if cents < 0 else ""
     pesos, centavos = divmod(abs(int(cents)), 100)
     return f"{sign}$ {pesos:,}".replace(",", ".") + f",{centavos:02d}"
+
+
+def money_html(cents: int | None) -> Markup:
+    """format_ars for a page: one unbreakable piece, so "$" never wraps away from its amount (ADR-021)."""
+    return Markup('<span class="amount">{}</span>').format(format_ars(cents))
 
 
 # Pesos as people write them in Argentina: "1234,56", "1.234,56", "1.234", "$ 50" — dots between groups
@@ -128,3 +115,22 @@ def format_duration(seconds: float | None, *, to_the_minute: bool = False) -> st
         return f"{hours} h {minutes:02d} min"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h"
+
+
+# Order numbers (ADR-020): "P-" and at least six digits, as people read them over the phone.
+ORDER_NUMBER_PREFIX = "P-"
+_ORDER_NUMBER = re.compile(r"(?:[Pp]\s*-?\s*|#|[Nn][°º.]?\s*)?0*(?P<digits>[0-9]{1,18})")
+
+
+def format_order_number(number: int | None) -> str:
+    """123 → 'P-000123' (more digits once past a million: 'P-1000000')."""
+    return "—" if number is None else f"{ORDER_NUMBER_PREFIX}{int(number):06d}"
+
+
+def parse_order_number(text: str) -> int | None:
+    """The number in what a person typed ('P-000123', 'p123', '#123', '123'); None when it is not one."""
+    found = _ORDER_NUMBER.fullmatch(text.strip())
+    if found is None:
+        return None
+    number = int(found["digits"] or "0")
+    return number if 0 < number < 2**63 else None

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, redirect, render_template, url_for
+from flask import Blueprint, Flask, current_app, redirect, render_template, send_from_directory, url_for
 from flask_login import current_user
+
+from nexo import auth
 
 bp = Blueprint("home", __name__)
 
 
 def init_app(app: Flask) -> None:
-    """Register the landing page."""
+    """Register the landing page and the icon browsers ask for on every page (no login: it says nothing)."""
     app.register_blueprint(bp)
+    auth.allow_anonymous(app, "home.favicon")
 
 
 # Where each permission's owner starts their morning, in order of precedence.
@@ -29,3 +32,9 @@ def index():
         if current_user.can(permission):
             return redirect(url_for(endpoint))
     return render_template("home.html")
+
+
+@bp.route("/favicon.ico")
+def favicon():
+    """Nexo's icon, so a browser's automatic request is not a 404 on every page."""
+    return send_from_directory(current_app.static_folder or "static", "favicon.svg", mimetype="image/svg+xml", max_age=86400)

@@ -13,9 +13,8 @@ off from the database may still be finishing a batch when its lease passes to an
 
 from __future__ import annotations
 
-from typing import Any
-
 import psycopg
+from psycopg.rows import DictRow
 
 ACQUIRE_SQL = """
 INSERT INTO leader_lease AS l (name, holder, expires_at)
@@ -29,17 +28,15 @@ RETURNING holder
 """
 
 
-def acquire(conn: psycopg.Connection[Any], name: str, holder: str, ttl_s: float) -> bool:
+# A connection of the pools (nexo.db.Conn, spelled here: db is of this module's layer, so not imported).
+Conn = psycopg.Connection[DictRow]
+
+
+def acquire(conn: Conn, name: str, holder: str, ttl_s: float) -> bool:
     """Take or renew the lease `name` for `holder` for ttl_s seconds; False while someone else holds it."""
     return conn.execute(ACQUIRE_SQL, {"name": name, "holder": holder, "ttl_s": ttl_s}).fetchone() is not None
 
 
-def release(conn: psycopg.Connection[Any], name: str, holder: str) -> bool:
+def release(conn: Conn, name: str, holder: str) -> bool:
     """Give the lease up now (a clean stop), so another host need not wait for it to expire."""
     return conn.execute("DELETE FROM leader_lease WHERE name = %s AND holder = %s", [name, holder]).rowcount == 1
-
-
-def holder_of(conn: psycopg.Connection[Any], name: str) -> str | None:
-    """Who holds the lease now (None when nobody does, or it expired)."""
-    row = conn.execute("SELECT holder FROM leader_lease WHERE name = %s AND expires_at >= now()", [name]).fetchone()
-    return None if row is None else (row["holder"] if isinstance(row, dict) else row[0])

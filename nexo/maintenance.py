@@ -5,7 +5,10 @@ Procfile's `retention`); only the holder of the `maintenance` lease works, the o
 over. Its work: the retention pass (ADR-010, OUTBOX_RETENTION_DAYS), and each hour the telemetry
 housekeeping that used to run in every process of every host: order transaction samples, old process
 events, the rows of hosts unseen for NEXO_HOST_EXPIRY_S (so a host gone for good stops paging), and
-sessions ended more than SESSION_KEEP_DAYS ago (ADR-018; the audit log keeps the trail).
+sessions ended more than SESSION_KEEP_DAYS ago (ADR-018; the audit log keeps the trail). With the embedded
+Postgres, the backup round too (ADR-016): a base backup and a verify a day, old ones pruned. With SMTP_URL
+set, the email sender too (nexo/mail/): every MAIL_POLL_S, in a thread of its own, the dead letters not yet
+announced become emails and the due emails are sent.
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ from dataclasses import dataclass, field
 
 from nexo import leases
 from nexo.auth import sessions
+from nexo.backup import schedule
 from nexo.db import Database
+from nexo.deadletters.announce import announce_new_dead_letters
 from nexo.deadletters.retention import run_retention
+from nexo.mail import repository as mail_rows
+from nexo.mail.sender import send_due
 from nexo.processes import repository as processes
-from nexo.settings import Settings
+from nexo.settings import Settings, backup_settings
 from nexo.telemetry import queries as telemetry
 from nexo.telemetry.recorder import SAMPLE_KEEP_DAYS
 
@@ -32,6 +39,10 @@ LEASE = "maintenance"
 TICK_S = 5.0  # how often the lease is renewed (or tried by a stand-by)
 LEASE_TTL_S = 30.0  # a holder gone this long is replaced: several ticks missed, not one slow one
 HOUSEKEEPING_EVERY_S = 3600.0
+# The backup round checks hourly what is due (a base backup and a verify a day each, ADR-016).
+BACKUP_ROUND_EVERY_S = 3600.0
+BACKUP_FIRST_ROUND_AFTER_S = 600.0
+SENT_EMAIL_KEEP_DAYS = 30  # sent emails are kept a month for questions ("did Laura get it?"), then purged
 
 
 @dataclass
@@ -46,6 +57,7 @@ class MaintenanceRunner:
     clock: Callable[[], float] = time.monotonic
     leader: bool = False
     _next: dict[str, float] = field(default_factory=dict)
+    _backup_round: threading.Thread | None = None
 
     def __post_init__(self) -> None:
         self.holder = self.holder or f"{self.settings.fleet.host_id}:maintenance:{os.getpid()}"
@@ -59,9 +71,13 @@ class MaintenanceRunner:
             log.info("maintenance %s: %s", self.holder, "took the lease" if leading else "lost the lease; standing by")
             self.leader = leading
             self._next.clear()  # a new leader runs everything once: the last one may have died mid-way
+            # ... but the backup round only once the start is over: a base backup and a verify are the
+            # heaviest work Nexo does, and a start (migrations, workers warming up) is busy enough.
+            self._next["backups"] = self.clock() + BACKUP_FIRST_ROUND_AFTER_S
         if leading:
             self._run_due("housekeeping", HOUSEKEEPING_EVERY_S, self.housekeeping)
             self._run_due("retention", self.retention_every_s, lambda: run_retention(self.db, self.settings))
+            self._run_due("backups", BACKUP_ROUND_EVERY_S, self.start_backup_round)
         return leading
 
     def _run_due(self, name: str, every_s: float, task: Callable[[], object]) -> None:
@@ -84,10 +100,34 @@ class MaintenanceRunner:
                 "process_events": processes.purge_old_events(tx.conn),
                 "gone_hosts_events": processes.purge_gone_hosts(tx.conn, self.settings.fleet.host_expiry_s),
                 "sessions": sessions.purge(tx.conn, keep_days=security.session_keep_days, limits=limits),
+                "email_messages": mail_rows.purge_sent(tx.conn, keep_days=SENT_EMAIL_KEEP_DAYS),
             }
             tx.commit()
         log.info("maintenance housekeeping %s", " ".join(f"{k}={v}" for k, v in counts.items()))
         return counts
+
+    def start_backup_round(self) -> bool:
+        """Start the backup round (ADR-016) in a thread of its own, when the embedded Postgres is in use.
+
+        Its own thread: a base backup or a verify takes seconds to minutes, longer than the lease's TTL,
+        and the lease must keep being renewed meanwhile. One round at a time.
+        """
+        if self._backup_round is not None and self._backup_round.is_alive():
+            return False
+        settings = backup_settings()
+        if not schedule.embedded_in_use(settings):
+            return False
+        url = self.settings.database_url
+
+        def round_() -> None:
+            try:
+                schedule.run_round(settings, url)
+            except Exception:  # the next round tries again
+                log.exception("maintenance backups failed")
+
+        self._backup_round = threading.Thread(target=round_, name="backup-round", daemon=True)
+        self._backup_round.start()
+        return True
 
     def release(self) -> None:
         """Give the lease up on a clean stop, so a stand-by takes over at its next tick."""
@@ -97,14 +137,44 @@ class MaintenanceRunner:
                 tx.commit()
             self.leader = False
 
+    def mail_pass(self, stop: threading.Event | None = None) -> None:
+        """Announce new dead letters by email, then send the due emails (nexo/mail/); nothing when SMTP_URL is unset."""
+        if self.settings.mail is None:
+            return
+        announce_new_dead_letters(self.db)
+        counts = send_due(self.db, self.settings.mail, stop=stop)
+        if counts.sent or counts.retried or counts.failed:
+            log.info("maintenance mail sent=%d retried=%d failed=%d", counts.sent, counts.retried, counts.failed)
+
+    def _mail_loop(self, stop: threading.Event) -> None:
+        # Its own thread: an SMTP server that answers slowly (each step bounded by SMTP_TIMEOUT_S) must not
+        # hold up the lease's renewal, which the tick does every TICK_S. Only the leader sends, like every
+        # maintenance job; the claim's SKIP LOCKED and fenced outcome keep a handover safe anyway.
+        assert self.settings.mail is not None
+        while not stop.is_set():
+            if self.leader:
+                try:
+                    self.mail_pass(stop)
+                except Exception as exc:  # database or SMTP trouble: the next pass tries again
+                    log.warning(
+                        "maintenance mail pass failed (%s); retrying in %g s", type(exc).__name__, self.settings.mail.poll_s
+                    )
+            stop.wait(self.settings.mail.poll_s)
+
     def run_forever(self, stop: threading.Event, tick_s: float = TICK_S) -> None:
         """Tick until `stop` is set; a failed tick (database down) is logged and retried."""
+        mail = None
+        if self.settings.mail is not None:
+            mail = threading.Thread(target=self._mail_loop, args=(stop,), name="mail-sender", daemon=True)
+            mail.start()
         while not stop.is_set():
             try:
                 self.tick()
             except Exception as exc:
                 log.warning("maintenance tick failed (%s); retrying in %.0f s", type(exc).__name__, tick_s)
             stop.wait(tick_s)
+        if mail is not None:
+            mail.join(timeout=2 * self.settings.mail.timeout_s if self.settings.mail else 0)
         try:
             self.release()
         except Exception:

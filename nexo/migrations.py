@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -56,7 +57,9 @@ def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR, *, connect_kwar
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
         applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
-        for path in sorted(directory.glob("*.sql")):
+        files = sorted(directory.glob("*.sql"))
+        refuse_newer_schema(set(applied), files[-1].stem if files else "")
+        for path in files:
             sql = path.read_text(encoding="utf-8")
             checksum = hashlib.sha256(sql.encode()).hexdigest()
             if path.stem in applied:
@@ -71,6 +74,24 @@ def upgrade(database_url: str, directory: Path = MIGRATIONS_DIR, *, connect_kwar
                 log.info("applied migration %s", path.name)
                 done.append(path.stem)
     return done
+
+
+class NewerSchema(RuntimeError):
+    """The database was migrated by a newer Nexo than this code: running on it could corrupt it."""
+
+
+def refuse_newer_schema(applied: set[str], newest_known: str) -> None:
+    """Raise NewerSchema, naming both versions, when the database holds a migration newer than any this code has.
+
+    Code older than its database must not start (an upgrade rolled back without its data, a restore of a
+    newer backup): it would write rows the newer schema no longer expects.
+    """
+    newest_applied = max(applied, default="")
+    if newest_applied > newest_known:
+        raise NewerSchema(
+            f"the database is at schema {newest_applied}, newer than this code's {newest_known or '(none)'}: "
+            "run the Nexo version that migrated it, or restore a backup made by this one (README, Upgrading)"
+        )
 
 
 def _apply_in_transaction(conn: psycopg.Connection, version: str, sql: str, checksum: str) -> bool:
@@ -214,6 +235,10 @@ def init_app(app: Flask) -> None:
         settings = app.config["NEXO_SETTINGS"]
         url = settings.database.migration_url or settings.database_url
         kwargs = settings.database.connect_kwargs()
-        applied = upgrade(url, connect_kwargs=kwargs)
+        try:
+            applied = upgrade(url, connect_kwargs=kwargs)
+        except NewerSchema as exc:
+            click.echo(f"refused: {exc}", err=True)
+            sys.exit(2)
         apply_statement_timeout(url, settings.database.statement_timeout_s, connect_kwargs=kwargs)
         click.echo(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))

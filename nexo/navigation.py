@@ -11,19 +11,24 @@ from typing import Any
 from flask import Flask, current_app, g, url_for
 from flask_login import current_user
 
+from nexo.db import Conn
+
 log = logging.getLogger(__name__)
 
-# label, endpoint, permission — a link appears when the user has the permission.
-NAV_ITEMS = [
-    ("Nuevo pedido", "orders.new_order", "orders.create"),
-    ("Mis pedidos", "orders.list_orders", "orders.create"),
-    ("Autorizaciones", "credit.queue", "credit.authorize"),
-    ("Depósito", "handoffs.list_handoffs", "warehouse.view"),
-    ("Operaciones", "ops.dashboard", "ops.view"),
-    ("Entregas fallidas", "deadletters.list_dead_letters", "dlq.admin"),
-    ("Claves de API", "apikeys_admin.list_keys", "ops.view"),
-    ("Usuarios", "users_admin.list_users", "users.admin"),
-    ("Ingresos", "users_admin.auth_events", "users.admin"),
+# label, endpoint, permissions — a link appears when the user has one of them (the page's own check: a link
+# never ends in a 403, ADR-021).
+NAV_ITEMS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("Nuevo pedido", "orders.new_order", ("orders.create",)),
+    ("Mis pedidos", "orders.list_orders", ("orders.create",)),
+    # Credit and the owner read every order; the owner reads the queue without its buttons (CONTRACT.md).
+    ("Pedidos", "orders.all_orders", ("credit.authorize", "ops.view", "dlq.admin")),
+    ("Autorizaciones", "credit.queue", ("credit.authorize", "clients.view")),
+    ("Depósito", "handoffs.list_handoffs", ("warehouse.view",)),
+    ("Operaciones", "ops.dashboard", ("ops.view",)),
+    ("Entregas fallidas", "deadletters.list_dead_letters", ("dlq.admin",)),
+    ("Claves de API", "apikeys_admin.list_keys", ("ops.view",)),
+    ("Usuarios", "users_admin.list_users", ("users.admin",)),
+    ("Ingresos", "users_admin.auth_events", ("users.admin",)),
 ]
 
 
@@ -39,10 +44,11 @@ def add_badge(app: Flask, endpoint: str, count: Callable[[], int | None]) -> Non
 
 @dataclass(frozen=True)
 class Section:
-    """Part of a page drawn by another package: its template, and what it reads on the page's connection."""
+    """Part of a page drawn by another package: its template, and what it reads on the page's connection (called
+    with the connection and what the page was asked for, e.g. the warehouse page's `deposit`)."""
 
     template: str
-    load: Callable[[Any], dict]
+    load: Callable[..., dict]  # (conn, **asked)
 
 
 def add_section(app: Flask, endpoint: str, section: Section) -> None:
@@ -51,10 +57,10 @@ def add_section(app: Flask, endpoint: str, section: Section) -> None:
     app.extensions.setdefault("nexo.page_sections", {}).setdefault(endpoint, []).append(section)
 
 
-def sections(endpoint: str, conn) -> list[dict]:
-    """The sections added to a page, loaded on its connection: [{"template", "data"}]."""
+def sections(endpoint: str, conn: Conn, **asked: Any) -> list[dict]:
+    """The sections added to a page, loaded on its connection with what the page was asked for: [{"template", "data"}]."""
     added = current_app.extensions.get("nexo.page_sections", {}).get(endpoint, [])
-    return [{"template": section.template, "data": section.load(conn)} for section in added]
+    return [{"template": section.template, "data": section.load(conn, **asked)} for section in added]
 
 
 def nav_links() -> list[dict]:
@@ -64,8 +70,8 @@ def nav_links() -> list[dict]:
     links = []
     # During a database outage (nexo/errors.py) the 503 page shows the links without their counts.
     badges = {} if g.get("database_unavailable") else current_app.extensions.get("nexo.nav_badges", {})
-    for label, endpoint, permission in NAV_ITEMS:
-        if current_user.can(permission):
+    for label, endpoint, permissions in NAV_ITEMS:
+        if any(current_user.can(permission) for permission in permissions):
             badge = badges.get(endpoint)
             links.append(
                 {"label": label, "url": url_for(endpoint), "endpoint": endpoint, "badge": _count(badge) if badge else None}

@@ -74,8 +74,9 @@ def init_app(app) -> None:
     app.teardown_request(unbind_after_request)
 
 
-# The password of a URL (postgresql://nexo:PASSWORD@db/nexo, redis://:PASSWORD@cache:6379/0).
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:]*):[^/@\s]*@")
+# The password of a URL (postgresql://nexo:PASSWORD@db/nexo, redis://:PASSWORD@cache:6379/0), to the last
+# @ before the path: a password may hold a raw @ (nexo/settings.py redact_url has the same pattern).
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/?#\s:]*):[^/?#\s]*@")
 
 
 def redact(text: str) -> str:

@@ -6,6 +6,7 @@ factory and the process mains build one Settings and hand it, or what is built f
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -14,7 +15,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from limits import parse as parse_limit
 
@@ -25,7 +26,10 @@ class SettingsError(ValueError):
     """A setting is missing or malformed; the message says which and how to fix it."""
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:]*):[^/@\s]*@")
+# A URL's password runs to the LAST @ before the path: a password typed with a raw @ is read so by urllib
+# (and redis-py); libpq stops at the first and fails, and its message must not show the rest either.
+# nexo/observability.py masks log lines with the same pattern (a sibling in the foundation layer).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/?#\s:]*):[^/?#\s]*@")
 
 
 def redact_url(text: str) -> str:
@@ -206,6 +210,72 @@ def data_directory(env: dict) -> Path:
     return Path(env.get("NEXO_DATA_DIR", "").strip() or Path(__file__).resolve().parent.parent / ".data").resolve()
 
 
+@dataclass(frozen=True)
+class BackupSettings:
+    """Where the embedded Postgres's backups live and how fresh they must be (ADR-016)."""
+
+    data_dir: Path  # NEXO_DATA_DIR: the kept cluster is data_dir/postgres
+    backup_dir: Path  # NEXO_BACKUP_DIR: base/ (base backups), wal/ (the archive), dumps/
+    max_lag_s: int  # BACKUP_MAX_LAG_S: the most a commit waits to reach the archive (archive.archive_timeout_s)
+    keep_days: int  # BACKUP_KEEP_DAYS: base backups younger than this are kept, with the WAL they need
+
+    @property
+    def pgdata(self) -> Path:
+        return self.data_dir / "postgres"
+
+    @property
+    def wal_dir(self) -> Path:
+        return self.backup_dir / "wal"
+
+    @property
+    def base_dir(self) -> Path:
+        return self.backup_dir / "base"
+
+
+def backup_settings(env: dict | None = None) -> BackupSettings:
+    """NEXO_BACKUP_DIR (default <NEXO_DATA_DIR>/backups), BACKUP_MAX_LAG_S (60, at least 1), BACKUP_KEEP_DAYS (14)."""
+    env = dict(os.environ if env is None else env)
+    data_dir = data_directory(env)
+    raw_dir = env.get("NEXO_BACKUP_DIR", "").strip()
+    lag = env.get("BACKUP_MAX_LAG_S", "").strip() or "60"
+    if not lag.isdigit() or int(lag) < 1:
+        raise SettingsError(f"BACKUP_MAX_LAG_S={lag!r} must be a whole number of seconds, at least 1")
+    keep = env.get("BACKUP_KEEP_DAYS", "").strip() or "14"
+    if not keep.isdigit() or int(keep) < 1:
+        raise SettingsError(f"BACKUP_KEEP_DAYS={keep!r} must be a whole number of days, at least 1")
+    backup_dir = Path(raw_dir).resolve() if raw_dir else data_dir / "backups"
+    return BackupSettings(data_dir=data_dir, backup_dir=backup_dir, max_lag_s=int(lag), keep_days=int(keep))
+
+
+RUN_STATE = "run-state.json"
+
+
+def write_run_state(data_dir: Path, state: dict) -> None:
+    """What a `flask --app app …` command needs to reach the servers make run started (0600, replaced whole)."""
+    path = data_dir / RUN_STATE
+    part = path.with_suffix(".part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(state, out)
+    os.replace(part, path)
+
+
+def with_run_state(env: dict) -> dict:
+    """env, completed from NEXO_DATA_DIR/run-state.json when it names neither NEXO_ENV nor DATABASE_URL.
+
+    CONTRACT.md: run from the repository root, `flask --app app …` finds the servers `make run` uses
+    with no other environment. make run records them when it starts its embedded servers; once it has
+    stopped, the URLs lead nowhere and only commands that need no server (backup list, verify) work.
+    """
+    if env.get("NEXO_ENV", "").strip() or env.get("DATABASE_URL", "").strip():
+        return env
+    try:
+        state = json.loads((data_directory(env) / RUN_STATE).read_text())
+    except (OSError, ValueError):
+        return env
+    return {**{k: str(v) for k, v in state.items() if k in ("NEXO_ENV", "DATABASE_URL", "REDIS_URL")}, **env}
+
+
 def kept_secret(path: Path) -> str:
     """A random secret kept in a file: created once (0600, O_EXCL), then read back.
 
@@ -260,10 +330,17 @@ def check_production(env: dict) -> None:
         )
 
 
-def start_up_warnings(settings: Settings, *, running_as_root: bool) -> list[str]:
-    """What production should have but Nexo cannot enforce: said at start-up (README, Running it safely)."""
+def start_up_warnings(settings: Settings, *, running_as_root: bool | None = None) -> list[str]:
+    """What production should have but Nexo cannot enforce: said at start-up (README, Running it safely).
+
+    Every production program logs these once as it starts (gunicorn's master, the relay workers, the
+    sweeper, the maintenance runner), not only `make run`'s banner: under supervisor or systemd nothing
+    else would say them. running_as_root: None asks about this process.
+    """
     if settings.environment != "production":
         return []
+    if running_as_root is None:
+        running_as_root = os.geteuid() == 0
     warnings = []
     if settings.security.trusted_proxies == 0:
         warnings.append(
@@ -290,6 +367,80 @@ def _fresh_login_window(env: dict) -> float:
     if value <= 0:
         raise SettingsError(f"DLQ_FRESH_LOGIN_S={raw!r} must be greater than 0")
     return value
+
+
+# SMTP_URL's schemes: plain SMTP, SMTP upgraded with STARTTLS, SMTP over TLS from the first byte.
+SMTP_SCHEMES = {"smtp": ("plain", 25), "smtp+starttls": ("starttls", 587), "smtps": ("tls", 465)}
+
+
+@dataclass(frozen=True)
+class MailSettings:
+    """Where and how the maintenance runner sends email notifications (nexo/mail/); None when SMTP_URL is unset."""
+
+    host: str
+    port: int
+    security: str  # plain, starttls or tls (SMTP_SCHEMES)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a log line or a message
+    sender: str = "Nexo <nexo@localhost>"  # MAIL_FROM
+    timeout_s: float = 10.0  # SMTP_TIMEOUT_S: each connect, command and reply of a send
+    max_attempts: int = 8  # MAIL_MAX_ATTEMPTS: then FALLIDO, shown on /ops
+    backoff_base_s: float = 30.0  # MAIL_BACKOFF_BASE_S: delay = base × 2^(attempts - 1), capped
+    backoff_cap_s: float = 3600.0  # MAIL_BACKOFF_CAP_S
+    poll_s: float = 5.0  # MAIL_POLL_S: how often the sender looks for due messages
+
+    @property
+    def lease_s(self) -> float:
+        """How long a claimed message is the sender's: a whole send (connect, greet, log in, MAIL, RCPT,
+        DATA, the reply: each bounded by timeout_s) and its record, with room to spare; a sender killed
+        mid-send releases it after this, and another sends it again under the same Message-ID."""
+        return 8 * self.timeout_s + 5.0
+
+
+def mail_settings(env: dict) -> MailSettings | None:
+    """SMTP_URL (smtp://user:password@host:port, smtp+starttls://…, smtps://…) and the MAIL_* settings.
+
+    A malformed value stops start-up; the message never repeats the URL, which may hold a password.
+    """
+    raw = env.get("SMTP_URL", "").strip()
+    if not raw:
+        return None
+    expected = "expected smtp://user:password@host:port, smtp+starttls://… or smtps://…"
+    scheme, sep, _ = raw.partition("://")
+    if not sep or scheme.lower() not in SMTP_SCHEMES:
+        shown = scheme if sep and len(scheme) < 20 and scheme.isprintable() else "none"
+        raise SettingsError(f"SMTP_URL has scheme {shown!r}: {expected}")
+    parsed = urlparse(raw)
+    security, default_port = SMTP_SCHEMES[scheme.lower()]
+    try:
+        port = parsed.port or default_port
+    except ValueError:
+        raise SettingsError(f"SMTP_URL has a port that is not a number from 1 to 65535 ({expected})") from None
+    if not parsed.hostname or "@" in parsed.hostname:
+        raise SettingsError(f"SMTP_URL has no host ({expected}; write an @ or : in the password as %40 or %3A)")
+    if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
+        raise SettingsError(f"SMTP_URL must end after host:port ({expected})")
+    if parsed.password is not None and not parsed.username:
+        raise SettingsError(f"SMTP_URL has a password but no user ({expected})")
+    sender = env.get("MAIL_FROM", "").strip() or MailSettings.sender
+    if "@" not in sender or any(c in sender for c in "\r\n") or len(sender) > 200:
+        raise SettingsError(f"MAIL_FROM={sender!r} must be an address like 'Nexo <nexo@example.com>'")
+    mail = MailSettings(
+        host=parsed.hostname,
+        port=port,
+        security=security,
+        username=unquote(parsed.username) if parsed.username else None,
+        password=unquote(parsed.password) if parsed.password is not None else None,
+        sender=sender,
+        timeout_s=_number(env, "SMTP_TIMEOUT_S", 10.0, minimum=0.1),
+        max_attempts=int(_number(env, "MAIL_MAX_ATTEMPTS", 8, minimum=1)),
+        backoff_base_s=_number(env, "MAIL_BACKOFF_BASE_S", 30.0, minimum=0.01),
+        backoff_cap_s=_number(env, "MAIL_BACKOFF_CAP_S", 3600.0, minimum=0.01),
+        poll_s=_number(env, "MAIL_POLL_S", 5.0, minimum=0.05),
+    )
+    if mail.backoff_base_s > mail.backoff_cap_s:
+        raise SettingsError("MAIL_BACKOFF_BASE_S must be at most MAIL_BACKOFF_CAP_S")
+    return mail
 
 
 WORKER_CLASSES = ("simple", "fork")
@@ -434,11 +585,16 @@ class Settings:
     database: DatabaseTuning = field(default_factory=DatabaseTuning)
     fleet: Fleet = field(default_factory=Fleet)
     metrics_port: int | None = None  # METRICS_PORT: /metrics only on this local port (the web port answers 404)
+    # WEBHOOK_PRIVATE_TARGETS=on: webhooks may be plain http and reach private addresses (ADR-022). Off in
+    # production unless set: an integration's URL must not reach into the distributor's network (SSRF).
+    webhook_private_targets: bool = False
+    mail: MailSettings | None = None  # SMTP_URL: email notifications; None: off, nothing is queued
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
         """Read and validate the settings; raise SettingsError with a clear message."""
-        env = dict(os.environ if env is None else env)
+        # Only the process's own environment is completed from make run's record: a given dict says it all.
+        env = with_run_state(dict(os.environ)) if env is None else dict(env)
         environment = env.get("NEXO_ENV", "production").strip() or "production"
         if environment not in ENVIRONMENTS:
             raise SettingsError(f"NEXO_ENV={environment!r} must be one of {', '.join(ENVIRONMENTS)}")
@@ -485,5 +641,7 @@ class Settings:
             database=_database_tuning(env, database_url),
             fleet=_fleet(env),
             metrics_port=_metrics_port(env),
+            webhook_private_targets=_on_off(env, "WEBHOOK_PRIVATE_TARGETS", default=environment != "production"),
+            mail=mail_settings(env),
             **_relay_process(env),
         )

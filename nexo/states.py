@@ -1,7 +1,8 @@
 """The states of Nexo's rows, one StrEnum each, spelled as the database's CHECK constraints spell them.
 
-A member is a str, so it goes to Postgres as a bound parameter and comes back as the same text; the
-values are the seed's Spanish business names (STYLE.md), except the dead-letter ones (ADR-010).
+A member is a str, so it goes to Postgres as a bound parameter and comes back as the same text (a query
+that must match a partial index spells it with sql_constant instead); the values are the business's
+Spanish names (STYLE.md, docs/architecture.md), except the dead-letter ones (ADR-010).
 `tests/integration/test_schema.py` checks each enum against the CHECK constraint of its column.
 """
 
@@ -70,3 +71,26 @@ class DeadLetterStatus(StrEnum):
     PENDING = "pending"
     RESOLVED = "resolved"  # replayed: its event went back to PENDIENTE
     DISCARDED = "discarded"
+
+
+class EmailStatus(StrEnum):
+    """email_message.status: an email notification waiting, sent, or given up on (nexo/mail/)."""
+
+    PENDIENTE = "PENDIENTE"
+    ENVIADO = "ENVIADO"
+    FALLIDO = "FALLIDO"  # every attempt spent: it stays for /ops
+
+
+def sql_constant(*states: StrEnum) -> str:
+    """States spelled as SQL constants, `'A'` or `'A', 'B'`, for a predicate that must match a partial index's.
+
+    Everywhere else a state is a bound parameter. The planner uses a partial index only when it can prove
+    the query's WHERE implies the index's predicate, and it proves that from constants alone: psycopg
+    prepares a statement after its fifth run on a connection, and the generic plan of `status = %s`
+    knows no value, so it could not use the index. The queries a partial index of the migrations serves
+    spell their state with this, once, at import.
+    """
+    for state in states:
+        if not state.value.replace("_", "").isalnum():  # never a quote or anything else to escape
+            raise ValueError(f"not a state's spelling: {state.value!r}")
+    return ", ".join(f"'{state.value}'" for state in states)

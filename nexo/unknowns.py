@@ -23,24 +23,24 @@ class Unknown:
 UNKNOWNS = [
     Unknown(
         "RN-02",
-        "¿Cuánto puede exceder su límite un cliente PLATINO sin autorización?",
+        "¿Cuánto puede pasarse de su límite un cliente Platino sin autorización?",
         "Marta y Laura",
         "nexo/orders (decisión de crédito), cola de crédito",
-        "Todo exceso del límite, también de un platino, espera autorización de crédito.",
+        "Todo exceso del límite, también de un Platino, espera autorización de crédito.",
     ),
     Unknown(
         "RN-07",
-        "¿Cuánto tiempo puede una reserva BLANDA retener stock?",
+        "¿Cuánto tiempo puede una reserva provisoria (la de un pedido que espera crédito) retener stock?",
         "Marta",
         "stock_reservation.expires_at, cola de crédito, tablero de operaciones",
-        "expires_at queda NULL: la reserva no vence; se muestra su antigüedad.",
+        "La reserva no vence sola; se muestra su antigüedad.",
     ),
     Unknown(
         "OUTBOX-RETENTION",
-        "¿Cuánto tiempo se guardan los eventos del outbox ya entregados?",
+        "¿Cuánto tiempo se guardan los avisos ya entregados al depósito y al servicio fiscal?",
         "Operaciones",
         "jobs/retention.py (OUTBOX_RETENTION_DAYS)",
-        "Sin valor configurado no se borra ningún evento entregado.",
+        "Mientras no haya un plazo configurado no se borra ningún aviso entregado.",
     ),
     Unknown(
         "CATALOG-STALENESS",
@@ -51,24 +51,24 @@ UNKNOWNS = [
     ),
     Unknown(
         "FINGERPRINT-DELIVERY",
-        "¿El método de entrega forma parte de la intención (huella ADR-006)?",
+        "¿El método de entrega cuenta como parte del pedido al reconocer un reenvío del mismo formulario?",
         "Responsable del Desarrollo",
         "nexo/orders/fingerprint.py (fingerprint_version)",
-        "deliveryMethod queda fuera de la huella: cambiarlo con el mismo requestId no es conflicto.",
+        "No cuenta: cambiarlo al reenviar el mismo formulario no es otro pedido.",
     ),
     Unknown(
         "RELAY-MAX-ATTEMPTS",
-        "¿Cuántos intentos de entrega antes de FALLIDO?",
+        "¿Cuántas veces se intenta entregar un aviso antes de darlo por fallido?",
         "Operaciones",
         "RELAY_MAX_ATTEMPTS (8, propuesta inicial)",
-        "Se usa 8 como propuesta a validar, configurable.",
+        "Se intenta 8 veces, como propuesta a validar; se puede cambiar.",
     ),
     Unknown(
         "RELAY-TIMEOUT",
-        "¿Qué timeout de entrega acepta cada proveedor?",
+        "¿Cuánto se espera la respuesta de cada proveedor antes de reintentar?",
         "Operaciones y el proveedor fiscal",
         "RELAY_DELIVERY_TIMEOUT_S (5 s, propuesta inicial)",
-        "Se usa 5 s como propuesta a validar, configurable.",
+        "Se esperan 5 segundos, como propuesta a validar; se puede cambiar.",
     ),
     Unknown(
         "OPS-THRESHOLDS",
@@ -76,15 +76,15 @@ UNKNOWNS = [
         "Operaciones",
         "tablero /ops, deploy/prometheus/nexo-alerts.yml",
         "Se muestran los valores sin umbral. Las alertas solo avisan hechos (una entrega fallida sin decidir, "
-        "un proceso que el supervisor dejó de reiniciar, un reinicio); las de antigüedad y cantidad de "
-        "reinicios esperan un umbral registrado y no se disparan hasta entonces.",
+        "un proceso que dejó de reiniciarse solo, un reinicio); las de antigüedad y cantidad de "
+        "reinicios esperan un umbral decidido y no se disparan hasta entonces.",
     ),
     Unknown(
         "IDEMPOTENCY-KEY-RETENTION",
-        "¿Cuánto tiempo debe guardarse la clave de un pedido (su requestId) para reconocer un reenvío?",
+        "¿Cuánto tiempo debe recordarse cada formulario enviado para reconocer un reenvío del mismo pedido?",
         "Marta y Operaciones",
         "tabla idempotency_keys (sin purga)",
-        "Ninguna clave se borra: la tabla crece con cada pedido, una fila por pedido. Un formulario "
+        "No se olvida ninguno: se guarda un registro por pedido. Un formulario "
         "abierto toda la mañana o una integración que reintenta días después siguen reconociéndose.",
     ),
     Unknown(
@@ -92,35 +92,38 @@ UNKNOWNS = [
         "¿Cómo se devuelve mercadería de un pedido que ya salió del depósito?",
         "Marta y Laura",
         "nexo/orders/cancel.py y nexo/states.py (CANCELLABLE)",
-        "Las devoluciones no están modeladas: un pedido despachado (en parte o todo) no se puede anular.",
+        "Las devoluciones no están modeladas: un pedido despachado (en parte o todo) no se puede anular. "
+        "Propuesta de Nexo, pendiente de Marta y Laura: la devolución como documento propio que suma al stock, "
+        "baja la deuda y pide una nota de crédito por lo devuelto.",
     ),
     Unknown(
         "CANCEL-INVOICED",
-        "¿Se puede anular un pedido FACTURADO sin el consentimiento del proveedor fiscal?",
+        "¿Se puede anular un pedido ya facturado sin el consentimiento del proveedor fiscal?",
         "Marta, el contador y el proveedor fiscal",
         "nexo/outbox/order_events.py (billing.intent_cancelled)",
-        "Se anula mientras no salió nada y se pide la nota de crédito; la factura figura FACTURADO hasta que el "
-        "proveedor la emite (ANULADA). Si la rechaza, queda una entrega fallida para decidir.",
+        "Se anula mientras no salió nada y se pide la nota de crédito; la factura figura vigente hasta que el "
+        "proveedor emite la nota. Si la rechaza, queda una entrega fallida para decidir.",
     ),
     Unknown(
         "CREDIT-NOTE-UNKNOWN-INVOICE",
         "¿Qué responde el proveedor fiscal real a una nota de crédito de una factura que nunca emitió?",
         "Operaciones y el proveedor fiscal",
         "nexo/outbox/relay.py (ADR-017)",
-        "Se supone lo que responden los simuladores (422 original_not_applied): la anulación queda RETIRADO.",
+        "Se supone lo que responden los simuladores (que no hay nada que anular): la anulación no se envía.",
     ),
     Unknown(
         "STOCK-RECEIPTS",
         "¿Cómo entran a Nexo las compras recibidas y los conteos de stock?",
         "Marta y Sergio",
         "stock_level.on_hand, flask check (nexo/books.py)",
-        "No están modelados: solo un despacho baja on_hand, y flask check marca cualquier cambio manual.",
+        "No están en Nexo: solo un despacho baja el stock, y el control de stock marca cualquier cambio manual.",
     ),
     Unknown(
         "CREDIT-BALANCE",
         "¿Qué se hace con el saldo a favor de un cliente que pagó un pedido que después se anuló?",
         "Laura y Marta",
         "client.exposure_cents (migración 0100)",
-        "La exposición queda negativa: el saldo a favor lo usan sus próximos pedidos; Nexo no reintegra nada.",
+        "Propuesta pendiente de Laura y Marta (lo que Nexo hace hoy): la deuda queda negativa, el saldo a favor lo "
+        "usan sus próximos pedidos y Nexo no reintegra nada.",
     ),
 ]

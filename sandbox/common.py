@@ -157,7 +157,10 @@ def _hash(payload: dict) -> str:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 1_000_000:06d}Z"
+    # One reading of the clock for the seconds and the microseconds: two readings straddling a second
+    # would write a moment up to a second early.
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 1_000_000:06d}Z"
 
 
 def create_fake(name: str, resources: list[Resource], db_path: str) -> Flask:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # `make test-cluster` (tests/cluster/) runs a small fleet on this machine from Debian's packages:
-# etcd + Patroni over PostgreSQL (the machine's version), PgBouncer, Redis Sentinel. Install them once.
+# etcd + Patroni over PostgreSQL (Debian's server and client: a fresh machine may have neither), PgBouncer,
+# Redis Sentinel, and setpriv (util-linux) to run them as postgres. Install them once.
 # Best effort like scripts/ensure_promtool.sh: without them (offline, not root, no apt) the cluster
 # test skips saying why; this script never fails make test. policy-rc.d keeps the packages from
 # starting their own services: the test starts private instances on free ports.
 set -uo pipefail
-PACKAGES=(patroni etcd-server pgbouncer redis-sentinel redis-server openssl)
+PACKAGES=(patroni etcd-server pgbouncer redis-sentinel redis-server openssl postgresql postgresql-client util-linux)
 have_all() {
   command -v patroni >/dev/null 2>&1 && command -v pgbouncer >/dev/null 2>&1 && command -v redis-sentinel >/dev/null 2>&1 \
     && command -v openssl >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 \
+    && command -v psql >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 \
     && { command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ]; }
 }
 if have_all; then exit 0; fi

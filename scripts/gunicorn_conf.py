@@ -13,6 +13,9 @@ worker_class = "gthread"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
 threads = int(os.environ.get("WEB_THREADS", "8"))
 timeout = 30
+# Request lines up to 8190 bytes reach the app, which refuses a URL past 4096 characters itself
+# (nexo/errors.py MAX_URL): in problem+json under /api/, never gunicorn's bare HTML 414.
+limit_request_line = 8190
 graceful_timeout = 10
 accesslog = "-"
 # The connection pool is created lazily in each worker after fork (nexo.db.Database.pool).
@@ -31,6 +34,22 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     import tempfile
 
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="nexo-prometheus-")
+
+
+def on_starting(server):
+    """Say, once in the master, what production should have and Nexo cannot enforce (README, Running it safely).
+
+    Under supervisor or systemd gunicorn is started directly: make run's banner, which says them too, is
+    not there. A settings error is left to the workers, which refuse to boot naming it.
+    """
+    from nexo.settings import Settings, SettingsError, start_up_warnings
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError:
+        return
+    for warning in start_up_warnings(settings):
+        server.log.warning("start-up warning: %s", warning)
 
 
 def child_exit(server, worker):

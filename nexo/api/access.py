@@ -26,9 +26,13 @@ PERMISSIONS = {
     "api.create_shipment": ("warehouse.dispatch",),
     "api.get_shipment": ("warehouse.dispatch",),
     "api.create_payment": ("credit.authorize",),
+    # Webhooks tell an integration about the orders it posted (ADR-022): a key that may post orders.
+    "api.create_webhook": ("orders.create",),
+    "api.list_webhooks": ("orders.create",),
+    "api.delete_webhook": ("orders.create",),
 }
 IDEMPOTENT = {"api.create_order", "api.create_shipment", "api.create_payment"}  # Idempotency-Key required
-JSON_BODY = IDEMPOTENT | {"api.cancel_order"}
+JSON_BODY = IDEMPOTENT | {"api.cancel_order", "api.create_webhook"}
 PUBLIC = {"api.openapi"}
 
 

@@ -64,9 +64,10 @@ def ship(principal: Principal, order_id: uuid.UUID, key: uuid.UUID, body: Shipme
         lines=tuple(dispatch.ShipLine(line.sku, line.quantity) for line in body.lines),
         idempotency_key=key,
         api_key_id=principal.key_id,
+        correlation_id=g.get("request_id"),
     )
     with lock_waits_answered("shipment", claim_relation="shipment"):
-        result = dispatch.dispatch_order(BoundedLockWait(get_db()), cmd)
+        result = dispatch.dispatch_order(BoundedLockWait(get_db()), cmd, get_wakeup())
     match result:
         case dispatch.Dispatched(shipment_id=shipment_id):
             return _shipment(order_id, shipment_id, replayed=False)
@@ -89,7 +90,7 @@ def ship(principal: Principal, order_id: uuid.UUID, key: uuid.UUID, body: Shipme
             )
         case dispatch.Invalid(errors=errors):
             raise ApiProblem(
-                "invalid_request",
+                "invalid_request",  # CONTRACT.md: a SKU not in the order is malformed input, as on the page
                 "The shipment names a SKU that is not pending in this order, or one SKU twice; nothing was kept.",
                 errors={name: [message] for name, message in errors.items()},
             )

@@ -24,11 +24,20 @@ REASONS = {
     "request_in_progress": (409, "A request with this Idempotency-Key is still in progress"),
     "order_not_cancellable": (409, "Order not cancellable"),
     "order_not_dispatchable": (409, "Order not dispatchable"),
+    "webhook_limit": (409, "Too many webhook subscriptions"),
     "payload_too_large": (413, "Request body too large"),
+    "uri_too_long": (414, "URI too long"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "idempotency_key_reused": (422, "Idempotency-Key reused with another request"),
     "insufficient_stock": (422, "Insufficient stock"),
     "invalid_sku": (422, "Unknown SKU"),
+    # A well-formed order naming a client or warehouse that does not exist: like an unknown SKU, a refusal of
+    # what the request says, not of its form (a 400 would contradict the document, which accepts any UUID).
+    "unknown_reference": (422, "Unknown client or warehouse"),
+    # Each field has a valid form but together they cannot be done: one SKU on two lines, a SKU the order does
+    # not have pending, a date range that ends before it starts. No JSON Schema can say these, so they are
+    # not 400s (the document would call the request valid and the answer would contradict it).
+    "inconsistent_request": (422, "Request contradicts itself"),
     "price_source_unavailable": (422, "No authoritative price"),
     "exceeds_remaining": (422, "More than remains to dispatch"),
     "payment_exceeds_exposure": (422, "Payment over what the client owes"),
@@ -45,6 +54,7 @@ REASON_BY_STATUS = {
     405: "method_not_allowed",
     409: "request_in_progress",
     413: "payload_too_large",
+    414: "uri_too_long",
     415: "unsupported_media_type",
     429: "rate_limited",
     503: "unavailable",

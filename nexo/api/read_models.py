@@ -7,9 +7,10 @@ from uuid import UUID
 from nexo.api import repository as repo
 from nexo.auth.service import User
 from nexo.db import Conn
+from nexo.formatting import format_order_number
 from nexo.orders import queries as order_queries
+from nexo.orders.finder import OrderFilters
 from nexo.orders.views import ORDER_VIEWER_PERMISSIONS  # the order page's rule, kept in one place
-from nexo.states import OrderStatus
 
 
 def may_view(header: dict, user: User) -> bool:
@@ -34,10 +35,10 @@ def order(conn: Conn, order_id: UUID) -> dict | None:
 
 
 def orders_page(
-    conn: Conn, salesperson_id: int, *, status: OrderStatus | None, after: repo.Keyset | None, limit: int
+    conn: Conn, salesperson_id: int, *, filters: OrderFilters, after: repo.Keyset | None, limit: int
 ) -> tuple[list[dict], repo.Keyset | None]:
-    """A page of the salesperson's orders and the keyset of its last row when another page follows."""
-    rows = repo.orders_page(conn, salesperson_id, status=status, after=after, limit=limit + 1)
+    """A page of the salesperson's orders that match the filters, and the keyset of its last row when another follows."""
+    rows = repo.orders_page(conn, salesperson_id, filters=filters, after=after, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     last = (rows[-1]["created_at"], rows[-1]["id"]) if more else None
@@ -47,8 +48,8 @@ def orders_page(
 def catalog(conn: Conn, *, text: str = "", after: str | None = None, limit: int | None = None) -> tuple[list[dict], str | None]:
     """Catalog items (SKU, name, list price or None, availability) by SKU, and the last SKU when more follow.
 
-    The order form's SKU lookup: `text` a prefix of the SKU or of the name's first word, `after` a
-    SKU to start past. Without `limit` every matching product, as CONTRACT.md has it; with tens of
+    The order form's SKU lookup: `text` words each found in the SKU or the name, `after` a SKU to
+    start past. Without `limit` every matching product, as CONTRACT.md has it; with tens of
     thousands of SKUs that is megabytes and a costly call (ADR-015), so integrations page.
     """
     rows = order_queries.find_skus(conn, text, limit=None if limit is None else limit + 1, after=after)
@@ -64,6 +65,7 @@ def catalog(conn: Conn, *, text: str = "", after: str | None = None, limit: int 
 def _order_json(row: dict) -> dict:
     return {
         "id": row["id"],
+        "number": format_order_number(row["number"]),
         "status": row["status"],
         "billing_status": row["billing_status"],
         "client_id": row["client_id"],

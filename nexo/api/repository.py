@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
-from nexo.states import OrderStatus
+from nexo.orders import finder
 
 
 def insert_key(
@@ -99,7 +100,7 @@ Keyset = tuple[datetime, UUID]
 
 # Each order with its lines (and what of each was dispatched) and events in the one row: a single
 # statement for an order or a page, whatever its size (the 201 of POST /api/v1/orders reads it back).
-_ORDER_COLUMNS = """o.id, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
+_ORDER_COLUMNS = """o.id, o.number, o.status, o.billing_status, o.client_id, o.warehouse_id AS deposit_id, o.delivery_method,
                     o.total_cents, o.created_at, o.salesperson_id,
                     coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
                                                                 'unit_price_cents', l.unit_price_cents,
@@ -121,23 +122,20 @@ def order(conn: Conn, order_id: UUID) -> DictRow | None:
 
 
 def orders_page(
-    conn: Conn, salesperson_id: int, *, status: OrderStatus | None, after: Keyset | None, limit: int
+    conn: Conn, salesperson_id: int, *, filters: finder.OrderFilters, after: Keyset | None, limit: int
 ) -> list[DictRow]:
     """Up to `limit` orders of a salesperson with their lines and events, newest first, strictly after the
     keyset `after` = (created_at, id) of the previous page: an index range scan, never an OFFSET that
     re-reads the skipped rows."""
-    # Conditions are added, not switched off with "%s IS NULL OR …", so every plan can use the index.
-    where: list[str] = ["o.salesperson_id = %s"]
-    params: list[object] = [salesperson_id]
-    if status is not None:
-        where.append("o.status = %s")
-        params.append(status)
+    # The back office's filters (nexo/orders/finder.py, ADR-020), the salesperson forced: conditions are
+    # added, not switched off with "%s IS NULL OR …", so every plan can use its index.
+    where, params = finder.where_sql(replace(filters, salesperson_id=salesperson_id))
     if after is not None:
-        where.append("(o.created_at, o.id) < (%s, %s)")
-        params.extend(after)
+        where += " AND (o.created_at, o.id) < (%(after_at)s, %(after_id)s)"
+        params |= {"after_at": after[0], "after_id": after[1]}
     return conn.execute(
-        f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {' AND '.join(where)} ORDER BY o.created_at DESC, o.id DESC LIMIT %s",
-        [*params, limit],
+        f"SELECT {_ORDER_COLUMNS} FROM orders o WHERE {where} ORDER BY o.created_at DESC, o.id DESC LIMIT %(limit)s",
+        params | {"limit": limit},
     ).fetchall()
 
 

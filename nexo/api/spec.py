@@ -71,12 +71,12 @@ api_spec = SpecTree(
 
 def responses(**by_status) -> Response:
     """A spectree Response with the errors every authenticated route can give."""
-    common = {"HTTP_401": Problem, "HTTP_403": Problem, "HTTP_429": Problem, "HTTP_503": Problem}
+    common = {"HTTP_401": Problem, "HTTP_403": Problem, "HTTP_414": Problem, "HTTP_429": Problem, "HTTP_503": Problem}
     return Response(**{**common, **by_status})
 
 
 _HEADER_DOCS = {
-    "Location": "The URL of what was created: the order, or the shipment.",
+    "Location": "The URL of what was created: the order, the shipment or the webhook subscription.",
     "Idempotent-Replayed": "`true` when this answer replays the first request with the same Idempotency-Key.",
     "Retry-After": "Seconds to wait before trying again.",
 }
@@ -84,6 +84,7 @@ _HEADER_DOCS = {
 _RESPONSE_HEADERS = {
     ("/api/v1/orders", "post", "201"): ("Location", "Idempotent-Replayed"),
     ("/api/v1/orders/{order_id}/shipments", "post", "201"): ("Location", "Idempotent-Replayed"),
+    ("/api/v1/webhooks", "post", "201"): ("Location",),
     ("/api/v1/clients/{client_id}/payments", "post", "201"): ("Idempotent-Replayed",),
     ("/api/v1/orders", "post", "409"): ("Retry-After",),
     ("/api/v1/orders/{order_id}/shipments", "post", "409"): ("Retry-After",),

@@ -17,7 +17,7 @@ from nexo.api.keys import Principal
 from nexo.api.lock_wait import BoundedLockWait, lock_waits_answered
 from nexo.api.problems import ApiProblem
 from nexo.api.schemas import OrderIn
-from nexo.extensions import get_db, get_wakeup
+from nexo.extensions import get_db, get_wakeup, mail_enabled
 from nexo.orders import commands, service
 
 
@@ -35,7 +35,7 @@ def submit_order(principal: Principal, key: uuid.UUID, body: OrderIn):
     )
     # Waits on the key's claim are bounded: a stuck first request → 409, a stuck stock or client row → 503.
     with lock_waits_answered("order", claim_relation="idempotency_keys"):
-        result = service.create_order(BoundedLockWait(get_db()), cmd, get_wakeup())
+        result = service.create_order(BoundedLockWait(get_db()), cmd, get_wakeup(), mail=mail_enabled())
     return _respond(principal, key, result)
 
 
@@ -54,10 +54,16 @@ def _respond(principal: Principal, key: uuid.UUID, result: commands.OrderResult)
                 f"Order refused, nothing kept ({detail}). The same Idempotency-Key may be sent again and is evaluated anew.",
                 extra={"problems": [{"sku": p.sku, "reason": p.reason} for p in problems]},
             )
+        case commands.Invalid(field_errors=field_errors) if set(field_errors) <= {"client_id", "deposit_id"}:
+            raise ApiProblem(
+                "unknown_reference",
+                "The order names a client or a warehouse that does not exist; nothing was kept.",
+                errors={name: [message] for name, message in field_errors.items()},
+            )
         case commands.Invalid(field_errors=field_errors):
             raise ApiProblem(
-                "invalid_request",
-                "The order refers to something that does not exist.",
+                "inconsistent_request",
+                "The order's lines cannot be taken as they are (a SKU on two lines, a SKU of spaces); see errors.",
                 errors={name: [message] for name, message in field_errors.items()},
             )
 

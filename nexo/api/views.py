@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Blueprint, g, request
 
-from nexo.api import access, lifecycle, problems, read_models
+from nexo.api import access, lifecycle, problems, read_models, webhook_subscriptions
 from nexo.api.cursors import decode_order_cursor, decode_sku_cursor, encode_order_cursor, encode_sku_cursor
 from nexo.api.http import json_response
 from nexo.api.problems import ApiProblem
@@ -25,16 +25,32 @@ from nexo.api.schemas import (
     Problem,
     ShipmentIn,
     ShipmentOut,
+    WebhookCreated,
+    WebhookIn,
+    WebhookList,
 )
 from nexo.api.spec import api_spec, document_of, responses
 from nexo.api.submit import submit_order
-from nexo.extensions import csrf, get_db
+from nexo.extensions import get_db
+from nexo.formatting import parse_order_number
+from nexo.orders.finder import OrderFilters
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
-# A bearer key is not sent by a browser on its own, so there is no cross-site request to forge.
-csrf.exempt(bp)
 
 bp.before_request(access.check_request)
+
+
+@bp.before_request
+def _one_value_per_parameter() -> None:
+    """A query parameter given twice (?status=a&status=b) is refused, not read as its first value: every
+    parameter of this API takes one value (OpenAPI's default, form style without explode)."""
+    repeated = sorted(name for name in request.args if len(request.args.getlist(name)) > 1)
+    if repeated:
+        raise ApiProblem(
+            "invalid_request",
+            "The request does not match the schema; see errors.",
+            errors={name: ["Given more than once; this parameter takes one value."] for name in repeated},
+        )
 
 
 def _validated() -> Any:
@@ -50,7 +66,18 @@ def api_problem(problem: ApiProblem):
 @bp.post("/orders")
 @api_spec.validate(
     json=OrderIn,
-    resp=responses(HTTP_201=OrderOut, HTTP_400=Problem, HTTP_409=Problem, HTTP_413=Problem, HTTP_415=Problem, HTTP_422=Problem),
+    resp=responses(
+        HTTP_201=OrderOut,
+        HTTP_400=(Problem, "idempotency_key_missing; invalid_request: a body of another form than the document's."),
+        HTTP_409=Problem,
+        HTTP_413=Problem,
+        HTTP_415=Problem,
+        HTTP_422=(
+            Problem,
+            "insufficient_stock, invalid_sku, price_source_unavailable (nothing kept); idempotency_key_reused; "
+            "unknown_reference: no such client or warehouse; inconsistent_request: a SKU on two lines.",
+        ),
+    ),
     tags=["orders"],
 )
 def create_order():
@@ -81,13 +108,39 @@ def get_order(order_id: uuid.UUID):
 
 
 @bp.get("/orders")
-@api_spec.validate(query=OrdersQuery, resp=responses(HTTP_200=OrderPage, HTTP_400=Problem), tags=["orders"])
+@api_spec.validate(
+    query=OrdersQuery,
+    resp=responses(
+        HTTP_200=(OrderPage, "The page; a filter that matches nothing (a client_id or number no order has) is an empty list."),
+        HTTP_400=(Problem, "invalid_request: a parameter of another form than the document's, or given twice."),
+        HTTP_422=(Problem, "inconsistent_request: created_to before created_from."),
+    ),
+    tags=["orders"],
+)
 def list_orders():
-    """The key's user's orders, newest first, `limit` per page; pass `next_cursor` as `cursor` for the next."""
+    """The key's user's orders, newest first, `limit` per page; pass `next_cursor` as `cursor` for the next.
+
+    Filters combine (AND). A cursor is `next_cursor` as given: one of another form is a 400.
+    """
     query: OrdersQuery = _validated().query
     after = decode_order_cursor(query.cursor) if query.cursor else None
+    filters = OrderFilters(
+        number=parse_order_number(query.number) if query.number else None,
+        # A client_id no client has is a filter that matches nothing: 200 with an empty list, as a status no
+        # order is in. Not 404: the resource is this list, which exists; the client is only a condition on it,
+        # and answering "no such client" would tell a key which clients exist.
+        client_id=query.client_id,
+        statuses=(query.status,) if query.status else (),
+        sku=(query.sku or "").strip().upper(),
+        since=query.created_from,
+        until=query.created_to,
+    )
+    if query.created_from and query.created_to and query.created_from > query.created_to:
+        raise ApiProblem(
+            "inconsistent_request", "The date range ends before it starts.", errors={"created_to": ["Before created_from."]}
+        )
     with get_db().reading_one() as conn:
-        orders, last = read_models.orders_page(conn, g.api_principal.user.id, status=query.status, after=after, limit=query.limit)
+        orders, last = read_models.orders_page(conn, g.api_principal.user.id, filters=filters, after=after, limit=query.limit)
     return json_response({"orders": orders, "next_cursor": encode_order_cursor(last) if last else None})
 
 
@@ -96,7 +149,8 @@ def list_orders():
 def catalog():
     """Products by SKU with their server price (null: none, orders of it are refused) and units available.
 
-    Every product by default. `q` keeps those whose SKU or name starts with it; `limit` pages (pass
+    Every product by default. `q` keeps those whose SKU or name holds each of its words
+    (so those whose SKU or name starts with it, as CONTRACT.md has it); `limit` pages (pass
     `next_cursor` as `cursor`, with the same `q`, for the next page).
     """
     query: CatalogQuery = _validated().query
@@ -140,7 +194,7 @@ def cancel_order(order_id: uuid.UUID):
         HTTP_400=(
             Problem,
             "idempotency_key_missing; invalid_request with errors: a quantity that is not a JSON integer from 1, "
-            "a SKU not pending in the order, a SKU twice, a bad Idempotency-Key.",
+            "a bad Idempotency-Key, a SKU not pending in the order, a SKU twice.",
         ),
         HTTP_404=(Problem, "not_found: no such order."),
         HTTP_409=(
@@ -209,6 +263,48 @@ def create_payment(client_id: uuid.UUID):
     once; with another body → 422 idempotency_key_reused.
     """
     return lifecycle.pay(g.api_principal, client_id, g.idempotency_key, _validated().json)
+
+
+@bp.post("/webhooks")
+@api_spec.validate(
+    json=WebhookIn,
+    resp=responses(
+        HTTP_201=(WebhookCreated, "The subscription and its secret, shown this once."),
+        HTTP_400=(Problem, "invalid_request: a URL that is not absolute http(s), or in production not https to a public host."),
+        HTTP_409=(Problem, "webhook_limit: the key already has 10 live subscriptions."),
+        HTTP_413=Problem,
+        HTTP_415=Problem,
+    ),
+    tags=["webhooks"],
+)
+def create_webhook():
+    """Be told about this key's orders: POSTs to `url`, one per event asked for (ADR-022).
+
+    Each notice is JSON {id, type, occurred_at, sequence, order}, sent with `Idempotency-Key` (= its
+    id: the same notice may arrive twice, never two different ones with one key) and
+    `X-Nexo-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." + body>` under the secret
+    returned here. Any 2xx is an acknowledgement; anything else is retried with backoff, and after the
+    last attempt the notice waits in the admin's dead letters. Notices about one order arrive in
+    `sequence` order unless one of them had to be replayed by an admin.
+    """
+    return webhook_subscriptions.create(g.api_principal, _validated().json)
+
+
+@bp.get("/webhooks")
+@api_spec.validate(resp=responses(HTTP_200=WebhookList), tags=["webhooks"])
+def list_webhooks():
+    """This key's live subscriptions (never their secrets)."""
+    return webhook_subscriptions.listed(g.api_principal)
+
+
+@bp.delete("/webhooks/<int:subscription_id>")
+@api_spec.validate(
+    resp=responses(HTTP_204=None, HTTP_404=(Problem, "not_found: this key has no live subscription with that id.")),
+    tags=["webhooks"],
+)
+def delete_webhook(subscription_id: int):
+    """End a subscription: notices not yet delivered are withdrawn and never sent."""
+    return webhook_subscriptions.delete(g.api_principal, subscription_id)
 
 
 @bp.get("/openapi.json")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user
 
-from nexo.auth import accounts, trail
+from nexo.auth import accounts, email_address, trail
 from nexo.auth.forms import ROLE_LABELS, NewUserForm, RolesForm
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
@@ -71,7 +71,7 @@ def _all_users() -> list[dict]:
     with get_db().reading() as conn:
         return conn.execute(
             """
-            SELECT u.username, u.full_name, u.active, u.must_change_password, u.totp_enrolled_at IS NOT NULL AS mfa,
+            SELECT u.username, u.full_name, u.email, u.active, u.must_change_password, u.totp_enrolled_at IS NOT NULL AS mfa,
                    coalesce(array_agg(ur.role_name ORDER BY ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
                    (SELECT count(*) FROM user_session s WHERE s.user_id = u.id AND s.ended_at IS NULL) AS open_sessions
               FROM app_user u LEFT JOIN user_role ur ON ur.user_id = u.id
@@ -130,6 +130,16 @@ def set_roles(username: str):
         get_db(), actor=current_user._get_current_object(), username=username, roles=form.roles.data or []
     )
     return _after(result, username, f"Cambiamos los roles de {username} y cerramos sus sesiones.")
+
+
+@bp.route("/admin/users/<username>/email", methods=["POST"])
+@permission_required("users.admin")
+def set_email(username: str):
+    """Store or remove the address the user's email notifications go to (CSRF is checked globally)."""
+    address = request.form.get("email", "")[: email_address.MAX_LENGTH + 1]
+    result = email_address.set_email(get_db(), actor=current_user.username, username=username, address=address)
+    done = f"Guardamos el correo de {username}." if address.strip() else f"{username} ya no recibe avisos por correo."
+    return _after(result, username, done)
 
 
 @bp.route("/admin/auth-events")

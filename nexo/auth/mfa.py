@@ -8,6 +8,7 @@ for phones whose clock drifts.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -58,12 +59,23 @@ def _code_hash(code: str) -> str:
     return hashlib.sha256(code.strip().lower().replace("-", "").replace(" ", "").encode()).hexdigest()
 
 
+def new_recovery_code() -> str:
+    """80 random bits (ADR-018, migration 0300) as 16 base32 letters in four groups: `abcd-efgh-jkmn-pq23`.
+
+    Not fewer: the codes never expire and are kept as a plain SHA-256, so a copy of the table could be
+    searched offline; 2^40 hashes take minutes on one GPU, 2^80 are out of reach. Base32 (RFC 4648) has
+    no 0, 1 or 8 to mistake for o, l or b; typed in capitals or without the dashes it still matches.
+    """
+    letters = base64.b32encode(secrets.token_bytes(10)).decode().lower()
+    return "-".join(letters[i : i + 4] for i in range(0, len(letters), 4))
+
+
 def enrol(db: Database, user: User, secret: str, code: str) -> list[str] | None:
     """Enrol the secret if the code proves the app has it; return the recovery codes (shown once), else None."""
     step = _matching_step(secret, code)
     if step is None:
         return None
-    codes = [f"{secrets.token_hex(5)[:5]}-{secrets.token_hex(5)[:5]}" for _ in range(RECOVERY_CODES)]
+    codes = [new_recovery_code() for _ in range(RECOVERY_CODES)]
     with db.transaction() as tx:
         enrolled = tx.execute(
             "UPDATE app_user SET totp_secret = %s, totp_enrolled_at = now(), totp_last_step = %s"

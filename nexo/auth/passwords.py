@@ -13,7 +13,7 @@ from werkzeug.security import generate_password_hash
 
 MIN_LENGTH = 12
 MAX_LENGTH = 256
-# A one-time password: 12 characters of an alphabet without look-alikes (0/O, 1/l/I), about 70 bits.
+# A one-time password: 14 characters of an alphabet without look-alikes (0/O, 1/l/I), about 80 bits (ADR-018).
 _ONE_TIME_ALPHABET = "abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from flask import has_request_context, request
 
 from nexo import audit
+from nexo.db import Conn
 
 LOGIN = "auth.login"
 LOGIN_FAILED = "auth.login_failed"
@@ -22,6 +23,7 @@ USER_CREATED = "auth.user_created"
 USER_DEACTIVATED = "auth.user_deactivated"
 USER_ACTIVATED = "auth.user_activated"
 ROLES_CHANGED = "auth.roles_changed"
+EMAIL_CHANGED = "auth.email_changed"
 API_KEY_FIRST_USED = "api_key.first_used"
 
 # What the owner's page offers as filters, with the words it shows for each.
@@ -39,6 +41,7 @@ LABELS = {
     USER_DEACTIVATED: "Usuario desactivado",
     USER_ACTIVATED: "Usuario reactivado",
     ROLES_CHANGED: "Roles cambiados",
+    EMAIL_CHANGED: "Correo cambiado",
     API_KEY_FIRST_USED: "Clave de API usada por primera vez",
 }
 
@@ -50,7 +53,7 @@ def client() -> dict:
     return {"client_addr": request.remote_addr or "unknown", "user_agent": (request.user_agent.string or "")[:300]}
 
 
-def record(conn, action: str, *, actor: str, user_id: int | None, details: dict | None = None) -> None:
+def record(conn: Conn, action: str, *, actor: str, user_id: int | None, details: dict | None = None) -> None:
     """One trail row in the caller's transaction, naming the user it is about (or '-' for an unknown one)."""
     audit.append(
         conn,

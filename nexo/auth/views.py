@@ -15,6 +15,7 @@ from nexo.auth.forms import LoginForm, SecondFactorForm
 from nexo.auth.login_limit import Refused, UsernameLimiter
 from nexo.extensions import get_db
 from nexo.security import login_rate_limited
+from nexo.telemetry import metrics
 
 bp = Blueprint("auth", __name__)
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ def _take_place(username: str):
     if isinstance(place, Refused):
         g.retry_after_s = place.retry_after_s
         log.warning("login rate limit reached (per username); refusing with 429")
+        metrics.count_login_locked_refusal()  # the lockout counter counts once; this counts who keeps trying
         abort(429)
     return place
 

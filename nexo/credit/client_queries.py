@@ -9,6 +9,7 @@ from __future__ import annotations
 from psycopg.rows import DictRow
 
 from nexo.db import Conn
+from nexo.states import OPEN_ORDER_STATUSES, OrderStatus
 
 Row = DictRow
 PAGE_SIZE = 50
@@ -30,13 +31,14 @@ def open_orders(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     """The client's open orders (CONFIRMADO, PENDIENTE_AUTORIZACION, DESPACHADO_PARCIAL: CONTRACT.md), newest first."""
     return conn.execute(
         """
-        SELECT o.id, o.status, o.created_at, o.total_cents, o.charged_cents, o.warehouse_id, u.full_name AS salesperson_name
+        SELECT o.id, o.number, o.status, o.created_at, o.total_cents, o.charged_cents,
+               o.warehouse_id, u.full_name AS salesperson_name
           FROM orders o JOIN app_user u ON u.id = o.salesperson_id
-         WHERE o.client_id = %s AND o.status IN ('CONFIRMADO', 'PENDIENTE_AUTORIZACION', 'DESPACHADO_PARCIAL')
+         WHERE o.client_id = %s AND o.status = ANY(%s)
          ORDER BY o.created_at DESC, o.id
          LIMIT %s
         """,
-        [client_id, limit],
+        [client_id, list(OPEN_ORDER_STATUSES), limit],
     ).fetchall()
 
 
@@ -61,7 +63,7 @@ def decisions(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
     limit changes (with their reason) and payments, each with its time, who and the figures it moved."""
     return conn.execute(
         """
-        (SELECT o.decided_at AS at, CASE WHEN o.status = 'RECHAZADO' THEN 'credit_rejected' ELSE 'credit_approved' END AS kind,
+        (SELECT o.decided_at AS at, CASE WHEN o.status = %(rejected)s THEN 'credit_rejected' ELSE 'credit_approved' END AS kind,
                 d.full_name AS who, o.total_cents AS amount_cents, NULL::bigint AS before_cents, o.decision_note AS note,
                 o.id AS order_id
            FROM orders o LEFT JOIN app_user d ON d.id = o.decided_by
@@ -81,5 +83,5 @@ def decisions(conn: Conn, client_id, *, limit: int = PAGE_SIZE) -> list[Row]:
         ORDER BY at DESC
         LIMIT %(limit)s
         """,
-        {"client": client_id, "limit": limit},
+        {"client": client_id, "limit": limit, "rejected": OrderStatus.RECHAZADO},
     ).fetchall()

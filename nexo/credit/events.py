@@ -17,7 +17,7 @@ def order_event_payload(conn: Conn, order_id: UUID) -> dict:
     """The payload of `order.handoff_requested` and `billing.intent_recorded` for one stored order."""
     found = conn.execute(
         """
-        SELECT o.id, o.warehouse_id, o.total_cents, c.id AS client_id, c.name AS client_name, c.tier
+        SELECT o.id, o.number, o.warehouse_id, o.total_cents, c.id AS client_id, c.name AS client_name, c.tier
           FROM orders o JOIN client c ON c.id = o.client_id
          WHERE o.id = %s
         """,
@@ -29,6 +29,7 @@ def order_event_payload(conn: Conn, order_id: UUID) -> dict:
     ).fetchall()
     return order_payload(
         order_id=order["id"],
+        number=order["number"],
         client_id=order["client_id"],
         client_name=order["client_name"],
         tier=order["tier"],

@@ -7,11 +7,16 @@ from uuid import UUID
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
+from nexo.states import OrderStatus, ReservationKind, sql_constant
 
 QUEUE_LIMIT = 200
+# The queue, its badge and its client filter read the waiting orders from migration 0002's partial index
+# orders_pending_idx (WHERE status = 'PENDIENTE_AUTORIZACION'): a constant, as the index spells it
+# (nexo.states.sql_constant says why).
+WAITING = f"status = {sql_constant(OrderStatus.PENDIENTE_AUTORIZACION)}"
 
-_PENDING_SQL = """
-    SELECT o.id, o.created_at, o.total_cents, o.warehouse_id,
+_PENDING_SQL = f"""
+    SELECT o.id, o.number, o.created_at, o.total_cents, o.warehouse_id,
            c.id AS client_id, c.name AS client_name, c.tier, c.credit_limit_cents, c.exposure_cents,
            c.exposure_cents + o.total_cents - c.credit_limit_cents AS excess_cents,
            u.id AS salesperson_id, u.full_name AS salesperson_name,
@@ -25,7 +30,7 @@ _PENDING_SQL = """
       JOIN client c ON c.id = o.client_id
       JOIN app_user u ON u.id = o.salesperson_id
       LEFT JOIN LATERAL (
-           SELECT min(r.created_at) FILTER (WHERE r.kind = 'BLANDA' AND r.released_at IS NULL) AS oldest,
+           SELECT min(r.created_at) FILTER (WHERE r.kind = %(soft)s AND r.released_at IS NULL) AS oldest,
                   count(*) FILTER (WHERE r.released_at IS NOT NULL) AS released_lines
              FROM stock_reservation r WHERE r.order_id = o.id) soft ON true
       -- What the client paid since the order was entered (payment_client_idx): Laura is told when it brought
@@ -33,7 +38,7 @@ _PENDING_SQL = """
       LEFT JOIN LATERAL (
            SELECT sum(p.amount_cents) AS paid_since_cents, max(p.created_at) AS last_paid_at
              FROM payment p WHERE p.client_id = o.client_id AND p.created_at > o.created_at) paid ON true
-     WHERE o.status = 'PENDIENTE_AUTORIZACION'
+     WHERE o.{WAITING}
        AND (%(order_id)s::uuid IS NULL OR o.id = %(order_id)s::uuid)
        AND (%(client_id)s::uuid IS NULL OR o.client_id = %(client_id)s::uuid)
        AND (%(tier)s::text IS NULL OR c.tier = %(tier)s::text)
@@ -69,7 +74,14 @@ def pending_orders(
     """Orders waiting for credit, oldest first, each with its client's figures and its lines."""
     rows = conn.execute(
         _PENDING_SQL,
-        {"order_id": order_id, "client_id": client_id, "tier": tier, "salesperson_id": salesperson_id, "limit": QUEUE_LIMIT},
+        {
+            "order_id": order_id,
+            "client_id": client_id,
+            "tier": tier,
+            "salesperson_id": salesperson_id,
+            "limit": QUEUE_LIMIT,
+            "soft": ReservationKind.BLANDA,
+        },
     ).fetchall()
     lines: dict[UUID, list[DictRow]] = {}
     if rows:
@@ -80,7 +92,7 @@ def pending_orders(
 
 def pending_count(conn: Conn) -> int:
     """How many orders wait for credit (the navigation badge)."""
-    return one_row(conn.execute("SELECT count(*) AS n FROM orders WHERE status = 'PENDIENTE_AUTORIZACION'"))["n"]
+    return one_row(conn.execute(f"SELECT count(*) AS n FROM orders WHERE {WAITING}"))["n"]
 
 
 def filter_choices(conn: Conn, selected_client: UUID | None = None) -> dict[str, list[DictRow]]:
@@ -91,9 +103,9 @@ def filter_choices(conn: Conn, selected_client: UUID | None = None) -> dict[str,
     client without a waiting order only ever shows an empty queue.
     """
     clients = conn.execute(
-        """
+        f"""
         SELECT id, name, tier FROM client
-         WHERE id IN (SELECT client_id FROM orders WHERE status = 'PENDIENTE_AUTORIZACION')
+         WHERE id IN (SELECT client_id FROM orders WHERE {WAITING})
          UNION
         SELECT id, name, tier FROM client WHERE id = %s::uuid
          ORDER BY name
@@ -117,7 +129,7 @@ def decided_orders(conn: Conn, *, limit: int, offset: int) -> tuple[list[DictRow
     total = one_row(conn.execute("SELECT count(*) AS n FROM orders WHERE decided_at IS NOT NULL"))["n"]
     rows = conn.execute(
         """
-        SELECT o.id, o.status, o.decided_at, o.decision_note, o.total_cents, o.created_at,
+        SELECT o.id, o.number, o.status, o.decided_at, o.decision_note, o.total_cents, o.created_at,
                c.name AS client_name, c.tier, d.full_name AS decided_by_name, d.username AS decided_by_username,
                s.full_name AS salesperson_name, a.action, a.details
           FROM orders o
@@ -136,3 +148,9 @@ def decided_orders(conn: Conn, *, limit: int, offset: int) -> tuple[list[DictRow
         [limit, offset],
     ).fetchall()
     return rows, total
+
+
+def order_number(conn: Conn, order_id: UUID) -> int | None:
+    """The number people name the order by (ADR-020), or None when there is no such order."""
+    row = conn.execute("SELECT number FROM orders WHERE id = %s", [order_id]).fetchone()
+    return None if row is None else row["number"]

@@ -19,13 +19,14 @@ from psycopg.rows import DictRow
 
 from nexo import audit
 from nexo.credit import repository as repo
+from nexo.credit.decision_notice import queue_decision
 from nexo.credit.events import order_event_payload
 from nexo.db import Conn, Database
+from nexo.outbox import webhooks
 from nexo.outbox.order_events import add_order_confirmed_events
 from nexo.outbox.wakeup import Wakeup
-from nexo.states import BillingStatus, OrderStatus, ReservationKind
+from nexo.states import BillingStatus, OrderStatus
 from nexo.stock import reservations as stock
-from nexo.stock.lock_order import in_lock_order
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -143,14 +144,15 @@ class OwnOrder:
 DecisionResult = Decided | AlreadyDecided | NotFound | FiguresChanged | ReservationReleased | OwnOrder
 
 
-def approve_order(db: Database, cmd: ApproveOrder, wakeup: Wakeup | None = None) -> DecisionResult:
+def approve_order(db: Database, cmd: ApproveOrder, wakeup: Wakeup | None = None, *, mail: bool = False) -> DecisionResult:
     """Confirm a pending order: reservations FIRME, exposure += total, two outbox events, audit row.
 
-    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
+    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004). `mail`
+    (SMTP_URL set) queues the salesperson's email in the same transaction.
     """
     started = time.perf_counter()
     with db.transaction() as tx:
-        result = _approve(tx.conn, cmd)
+        result = _approve(tx.conn, cmd, mail)
         if isinstance(result, Decided):
             tx.commit()
         # Any other outcome leaves the transaction uncommitted: it rolls back, status update included.
@@ -161,19 +163,22 @@ def approve_order(db: Database, cmd: ApproveOrder, wakeup: Wakeup | None = None)
     return result
 
 
-def reject_order(db: Database, cmd: RejectOrder) -> DecisionResult:
-    """Refuse a pending order: status RECHAZADO, soft reservations released, audit row with the reason."""
+def reject_order(db: Database, cmd: RejectOrder, wakeup: Wakeup | None = None, *, mail: bool = False) -> DecisionResult:
+    """Refuse a pending order: status RECHAZADO, soft reservations released, audit row with the reason;
+    `mail` (SMTP_URL set) queues the salesperson's email in the same transaction."""
     started = time.perf_counter()
     with db.transaction() as tx:
-        result = _reject(tx.conn, cmd)
+        result = _reject(tx.conn, cmd, mail)
         if isinstance(result, Decided):
             tx.commit()
     metrics.observe_order_transaction(time.perf_counter() - started, "credit_" + result.outcome)
+    if isinstance(result, Decided) and result.event_ids and wakeup is not None:
+        wakeup.request_delivery(result.event_ids)  # the integration's notice, after the commit (ADR-004)
     log.info("reject_order order=%s officer=%s outcome=%s", cmd.order_id, cmd.officer_id, result.outcome)
     return result
 
 
-def _approve(conn: Conn, cmd: ApproveOrder) -> DecisionResult:
+def _approve(conn: Conn, cmd: ApproveOrder, mail: bool) -> DecisionResult:
     # Lock order: order row (this UPDATE) -> client row -> reservations (see repository docstring).
     order = repo.mark_decided(
         conn,
@@ -203,6 +208,8 @@ def _approve(conn: Conn, cmd: ApproveOrder) -> DecisionResult:
     exposure_after = repo.add_exposure(conn, order["client_id"], order["total_cents"])
     payload = order_event_payload(conn, cmd.order_id)
     event_ids = tuple(add_order_confirmed_events(conn, order_id=cmd.order_id, payload=payload, request_id=cmd.correlation_id))
+    # The integration that posted the order hears of the approval (ADR-022).
+    event_ids += tuple(webhooks.notify(conn, cmd.order_id, "order.approved", request_id=cmd.correlation_id))
     audit.append(
         conn,
         actor=cmd.officer_username,
@@ -219,10 +226,12 @@ def _approve(conn: Conn, cmd: ApproveOrder) -> DecisionResult:
             "event_ids": [str(e) for e in event_ids],
         },
     )
+    if mail:  # part of the decision: both or neither (nexo/mail/)
+        queue_decision(conn, cmd.order_id, approved=True, officer_id=cmd.officer_id, words=_clean(cmd.note))
     return Decided(cmd.order_id, OrderStatus.CONFIRMADO, now, event_ids)
 
 
-def _reject(conn: Conn, cmd: RejectOrder) -> DecisionResult:
+def _reject(conn: Conn, cmd: RejectOrder, mail: bool) -> DecisionResult:
     order = repo.mark_decided(
         conn,
         cmd.order_id,
@@ -237,13 +246,8 @@ def _reject(conn: Conn, cmd: RejectOrder) -> DecisionResult:
         return OwnOrder(cmd.order_id)
     client = repo.read_client(conn, order["client_id"])
     figures = CreditFigures(client["exposure_cents"], client["credit_limit_cents"], order["total_cents"])
-    held = [
-        r for r in stock.lock_reservations(conn, cmd.order_id) if r["kind"] == ReservationKind.BLANDA and r["released_at"] is None
-    ]
-    # The stock rows in the one lock order order entry also uses (ADR-002, nexo/stock/lock_order.py).
-    for r in in_lock_order(held, sku=lambda r: r["sku"]):
-        stock.give_back(conn, r["product_id"], r["warehouse_id"], r["quantity"])
-    stock.mark_soft_released(conn, cmd.order_id)
+    # The soft reservations and their stock rows, in the one lock order order entry also uses (ADR-002).
+    released = stock.release_soft(conn, cmd.order_id)
     audit.append(
         conn,
         actor=cmd.officer_username,
@@ -253,10 +257,13 @@ def _reject(conn: Conn, cmd: RejectOrder) -> DecisionResult:
         details={
             **_figures_details(client, figures),
             "reason": cmd.reason.strip(),
-            "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in held],
+            "released": [{"sku": r["sku"], "quantity": r["quantity"]} for r in released],
         },
     )
-    return Decided(cmd.order_id, OrderStatus.RECHAZADO, figures)
+    if mail:  # part of the decision: both or neither (nexo/mail/)
+        queue_decision(conn, cmd.order_id, approved=False, officer_id=cmd.officer_id, words=cmd.reason.strip())
+    notices = webhooks.notify(conn, cmd.order_id, "order.rejected", request_id=cmd.correlation_id)  # ADR-022
+    return Decided(cmd.order_id, OrderStatus.RECHAZADO, figures, tuple(notices))
 
 
 def _not_pending(conn: Conn, order_id: uuid.UUID) -> AlreadyDecided | NotFound:

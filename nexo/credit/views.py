@@ -12,9 +12,9 @@ from nexo.auth.permissions import permission_required
 from nexo.credit import queries, service
 from nexo.credit.forms import ApproveForm, QueueFilters, RejectForm
 from nexo.errors import render_error
-from nexo.extensions import get_db, get_wakeup
+from nexo.extensions import get_db, get_wakeup, mail_enabled
+from nexo.formatting import format_order_number
 from nexo.states import OrderStatus
-from nexo.unknowns import UNKNOWNS
 
 bp = Blueprint("credit", __name__, url_prefix="/credit")
 log = logging.getLogger(__name__)
@@ -23,14 +23,6 @@ PERMISSION = "credit.authorize"
 # Who may read the queue: credit, and the owner (clients.view: credit and the owner), who sees no buttons.
 QUEUE_READERS = (PERMISSION, "clients.view")
 DECIDED_PAGE_SIZE = 50
-# RN-02 and RN-07 are BLOCKED: the queue names the questions instead of inventing the numbers.
-OPEN_QUESTIONS = {u.key: u for u in UNKNOWNS if u.key in ("RN-02", "RN-07")}
-
-
-@bp.context_processor
-def helpers():
-    """The open questions, for the credit templates only."""
-    return {"open_questions": OPEN_QUESTIONS}
 
 
 @bp.route("/queue")
@@ -75,6 +67,7 @@ def approve(order_id):
             correlation_id=g.get("request_id"),
         ),
         get_wakeup(),
+        mail=mail_enabled(),
     )
     return _respond(result, form)
 
@@ -97,6 +90,8 @@ def reject(order_id):
             reason=form.reason.data or "",  # required by RejectForm: never empty here
             correlation_id=g.get("request_id"),
         ),
+        get_wakeup(),
+        mail=mail_enabled(),
     )
     return _respond(result, form)
 
@@ -118,7 +113,7 @@ def _respond(result: service.DecisionResult, form):
     match result:
         case service.Decided(order_id=order_id, status=status):
             word = "autorizado y confirmado" if status == OrderStatus.CONFIRMADO else "rechazado"
-            flash(f"Pedido {str(order_id)[:8]} {word}.", "info")
+            flash(f"Pedido {format_order_number(_number_of(order_id))} {word}.", "info")
             return redirect(back, 303)
         case service.NotFound():
             return render_error(404, "Ese pedido no existe.")
@@ -129,9 +124,18 @@ def _respond(result: service.DecisionResult, form):
         case service.FiguresChanged():
             # 409: the approval conflicts with the client's current state. Nothing was approved; the page
             # shows before/after and a second form that carries the new figures (CU-02: no silent re-check).
-            return render_template("credit/confirm_again.html", result=result, form=form, back=back), 409
+            with get_db().reading() as conn:  # the page names the order and the client it is about
+                order = next(iter(queries.pending_orders(conn, order_id=result.order_id)), None)
+            return render_template("credit/confirm_again.html", result=result, order=order, form=form, back=back), 409
         case service.AlreadyDecided() | service.ReservationReleased():
-            return render_template("credit/conflict.html", result=result, kind=result.outcome, back=back), 409
+            number = _number_of(result.order_id)
+            return render_template("credit/conflict.html", result=result, number=number, kind=result.outcome, back=back), 409
+
+
+def _number_of(order_id) -> int | None:
+    """The order's number (ADR-020), for the words after a decision; the decision itself never needs it."""
+    with get_db().reading() as conn:
+        return queries.order_number(conn, order_id)
 
 
 def _first_error(form) -> tuple[str | None, str]:

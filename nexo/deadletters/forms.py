@@ -12,9 +12,10 @@ from wtforms.validators import DataRequired, InputRequired, Length, NumberRange,
 
 from nexo.deadletters.queries import STATUSES
 from nexo.form_input import RefusesControlCharacters
-from nexo.outbox.registry import LABELS
+from nexo.vocabulary import DEAD_LETTER_STATUS, DESTINATION
 
-STATUS_LABELS = dict(zip(STATUSES, ("Pendiente", "Reprocesada", "Descartada"), strict=True))
+# The filters offer the statuses in words (nexo/vocabulary.py); the query string keeps the codes.
+STATUS_LABELS = {status: DEAD_LETTER_STATUS[status] for status in STATUSES}
 REASON_MAX = 1000
 
 
@@ -38,9 +39,13 @@ def _uuid(_form, field):
 class ListQuery(RefusesControlCharacters, Form):
     """The list's filters and pagination, read from the query string (GET, so no CSRF)."""
 
-    destination = SelectField("Destino", choices=_choices(LABELS, "Todos"), default="")
+    class Meta:
+        # WTForms' own messages ("Not a valid integer value", a range) in Spanish, from its bundled catalog.
+        locales = ("es",)
+
+    destination = SelectField("Destino", choices=_choices(DESTINATION, "Todos"), default="")
     status = SelectField("Estado", choices=_choices(STATUS_LABELS, "Todos"), default="")
-    signature = StringField("Firma de error", filters=[_strip], validators=[Optional(), Length(max=200)])
+    signature = StringField("Tipo de error", filters=[_strip], validators=[Optional(), Length(max=200)])
     client = StringField("Cliente", filters=[_strip], validators=[Optional(), _uuid])
     from_date = DateField("Desde", validators=[Optional()])
     to_date = DateField("Hasta", validators=[Optional()])
@@ -74,7 +79,7 @@ class BulkForm(RefusesControlCharacters, FlaskForm):
     action = SelectField(
         "Acción", choices=_choices({"replay": "Reprocesar", "discard": "Descartar"}), validators=[InputRequired()]
     )
-    destination = SelectField("Destino", choices=_choices(LABELS), validators=[InputRequired()])
+    destination = SelectField("Destino", choices=_choices(DESTINATION), validators=[InputRequired()])
     signature = HiddenField(validators=[Optional(), Length(max=200)])
     ids = HiddenField(validators=[DataRequired("No hay entregas para procesar.")])
     expected_count = IntegerField(validators=[InputRequired(), NumberRange(min=1)])

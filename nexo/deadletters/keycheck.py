@@ -50,6 +50,10 @@ class KeyAnswer:
 
 def ask_destination(base_url: str | None, event_type: str, key: str, timeout_s: float) -> KeyAnswer:
     """One GET to the lookup route of the event's type; never raises (a failure is an 'unknown' answer)."""
+    if route(event_type).lookup_path is None:
+        # A webhook receiver is the integration's own server: Nexo cannot ask it (ADR-022). A replay is
+        # safe anyway, it deduplicates by the same Idempotency-Key.
+        return KeyAnswer(UNKNOWN, detail="este destino no permite preguntar si ya recibió el aviso")
     if not base_url:
         return KeyAnswer(UNKNOWN, detail="el destino no tiene URL configurada")
     # Where the destination answers "did you apply this key?" is in the event type's route (CONTRACT.md):

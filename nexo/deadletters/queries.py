@@ -10,10 +10,13 @@ from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
 from nexo.outbox.registry import NAMES
-from nexo.states import DeadLetterStatus
+from nexo.states import DeadLetterStatus, sql_constant
 
 DESTINATIONS = NAMES  # every query names its destinations (ADR-010); the list is the outbox's
 STATUSES = tuple(DeadLetterStatus)
+# The badge and the client filter read the pending dead letters from their partial indexes (migrations 0003
+# and 0040, WHERE status = 'pending'): a constant, as the indexes spell it (nexo.states.sql_constant says why).
+PENDING = sql_constant(DeadLetterStatus.PENDING)
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ def pending_count(conn: Conn) -> int:
     Answered from the partial index dead_letter_one_pending_per_event (WHERE status = 'pending',
     migration 0003): its size is the number of pending dead letters, however many resolved ones exist.
     """
-    return one_row(conn.execute("SELECT count(*) AS n FROM dead_letter WHERE status = 'pending'"))["n"]
+    return one_row(conn.execute(f"SELECT count(*) AS n FROM dead_letter WHERE status = {PENDING}"))["n"]
 
 
 def _where(f: ListFilter) -> tuple[str, dict]:
@@ -97,7 +100,7 @@ def list_page(conn: Conn, f: ListFilter, *, limit: int, offset: int) -> list[Dic
         f"""
         SELECT d.id, d.destination, d.status, d.error_signature, d.last_error, d.http_status, d.attempts,
                d.first_failed_at, d.last_failed_at, d.resolved_at, d.resolved_by, d.resolution_note,
-               d.event_id, e.event_type, o.id AS order_id, o.total_cents, c.name AS client_name
+               d.event_id, e.event_type, o.id AS order_id, o.number AS order_number, o.total_cents, c.name AS client_name
         {_FROM}
          WHERE {where}
          ORDER BY d.last_failed_at DESC, d.id DESC
@@ -142,7 +145,7 @@ def clients(conn: Conn, destinations: tuple[str, ...], selected: str | None = No
     """
     return conn.execute(
         f"""
-        SELECT c.id, c.name {_FROM} WHERE d.destination = ANY(%(destinations)s) AND d.status = 'pending'
+        SELECT c.id, c.name {_FROM} WHERE d.destination = ANY(%(destinations)s) AND d.status = {PENDING}
          UNION
         SELECT id, name FROM client WHERE id = %(selected)s::uuid
          ORDER BY name
@@ -157,7 +160,7 @@ def dead_letter(conn: Conn, dead_letter_id: int) -> DictRow | None:
         """
         SELECT d.*, e.event_type, e.payload, e.status AS event_status, e.attempts AS event_attempts,
                e.created_at AS event_created_at, e.delivered_at, e.next_attempt_at,
-               o.id AS order_id, o.status AS order_status, o.billing_status, o.total_cents,
+               o.id AS order_id, o.number AS order_number, o.status AS order_status, o.billing_status, o.total_cents,
                o.created_at AS order_created_at, o.warehouse_id, c.name AS client_name, c.tier AS client_tier,
                u.full_name AS salesperson_name, u.username AS salesperson_username
           FROM dead_letter d

@@ -10,7 +10,11 @@ from psycopg.rows import DictRow
 
 from nexo.db import Conn
 from nexo.outbox.repository import check_retention_days
-from nexo.states import DeadLetterStatus
+from nexo.states import DeadLetterStatus, sql_constant
+
+# The purge reads migration 0040's partial index dead_letter_terminal_resolved_idx (WHERE status <>
+# 'pending'), which the planner matches only to constants (nexo.states.sql_constant says why).
+TERMINAL = sql_constant(DeadLetterStatus.RESOLVED, DeadLetterStatus.DISCARDED)
 
 
 def resolve_pending(
@@ -25,10 +29,17 @@ def resolve_pending(
         """
         UPDATE dead_letter
            SET status = %(status)s, resolved_at = now(), resolved_by = %(actor)s, resolution_note = %(note)s
-         WHERE id = %(id)s AND destination = %(destination)s AND status = 'pending'
+         WHERE id = %(id)s AND destination = %(destination)s AND status = %(pending)s
         RETURNING id, event_id, destination, attempts, error_signature
         """,
-        {"status": status, "actor": actor, "note": note, "id": dead_letter_id, "destination": destination},
+        {
+            "status": status,
+            "actor": actor,
+            "note": note,
+            "id": dead_letter_id,
+            "destination": destination,
+            "pending": DeadLetterStatus.PENDING,
+        },
     ).fetchone()
 
 
@@ -44,16 +55,23 @@ def resolve_pending_many(
         """
         WITH locked AS (
             SELECT id FROM dead_letter
-             WHERE id = ANY(%(ids)s) AND destination = %(destination)s AND status = 'pending'
+             WHERE id = ANY(%(ids)s) AND destination = %(destination)s AND status = %(pending)s
              ORDER BY id
                FOR UPDATE)
         UPDATE dead_letter d
            SET status = %(status)s, resolved_at = now(), resolved_by = %(actor)s, resolution_note = %(note)s
           FROM locked
-         WHERE d.id = locked.id AND d.status = 'pending'
+         WHERE d.id = locked.id AND d.status = %(pending)s
         RETURNING d.id, d.event_id, d.destination, d.attempts, d.error_signature
         """,
-        {"ids": list(dead_letter_ids), "destination": destination, "status": status, "actor": actor, "note": note},
+        {
+            "ids": list(dead_letter_ids),
+            "destination": destination,
+            "status": status,
+            "actor": actor,
+            "note": note,
+            "pending": DeadLetterStatus.PENDING,
+        },
     ).fetchall()
 
 
@@ -75,11 +93,11 @@ def purge_terminal_dead_letters(conn: Conn, *, destination: str, grace_days: int
     """
     check_retention_days(grace_days)
     rows = conn.execute(
-        """
+        f"""
         DELETE FROM dead_letter
          WHERE id IN (SELECT id FROM dead_letter
                        WHERE destination = %(destination)s
-                         AND status IN ('resolved', 'discarded')
+                         AND status IN ({TERMINAL})
                          AND resolved_at < now() - make_interval(days => %(days)s)
                        ORDER BY resolved_at
                        LIMIT %(batch)s)

@@ -10,24 +10,16 @@ from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
 from nexo.deadletters import keycheck, queries, service
-from nexo.deadletters.forms import STATUS_LABELS, BulkForm, CheckKeyForm, DiscardForm, ListQuery, ReplayForm
+from nexo.deadletters.forms import BulkForm, CheckKeyForm, DiscardForm, ListQuery, ReplayForm
 from nexo.deadletters.fresh_login import fresh_login_required
 from nexo.deadletters.queries import DESTINATIONS, ListFilter
 from nexo.errors import render_error
 from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_local
-from nexo.outbox.registry import LABELS
 from nexo.states import DeadLetterStatus
 
 bp = Blueprint("deadletters", __name__, url_prefix="/admin/dead-letters")
 PERMISSION = "dlq.admin"
-# How the detail page's history names each audited action (the audit log keeps the English code).
-ACTION_LABELS = {
-    "dead_letter.opened": "Cayó en entregas fallidas",
-    "dead_letter.replayed": "Reprocesada",
-    "dead_letter.discarded": "Descartada",
-    "dead_letter.key_checked": "Consulta al destino",
-}
 
 
 @bp.context_processor
@@ -35,9 +27,6 @@ def helpers():
     """Labels and the payload helper for the dead-letter templates only (a blueprint context processor)."""
     return {
         "pretty": pretty,
-        "DESTINATION_LABELS": LABELS,
-        "STATUS_LABELS": STATUS_LABELS,
-        "ACTION_LABELS": ACTION_LABELS,
         "CANDIDATE_CAP": service.CANDIDATE_CAP,
     }
 
@@ -115,7 +104,7 @@ def _after_action(result: service.ActionResult, done_message: str):
             verb = "reprocesó" if status == DeadLetterStatus.RESOLVED else "descartó"
             return render_error(409, f"Esta entrega ya no está pendiente: ya la {verb} {by} el {format_local(at, seconds=True)}.")
         case service.AlreadyResolved() | service.EventNotFailed():
-            return render_error(409, "El evento de esta entrega ya no está FALLIDO; recargá la página antes de decidir.")
+            return render_error(409, "El aviso de esta entrega ya no está fallido; recargá la página antes de decidir.")
     assert_never(result)
 
 

@@ -14,8 +14,10 @@ import logging
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 
+from nexo.backup.status import BackupStatus, read_status
 from nexo.db import Database
 from nexo.ops import service
+from nexo.settings import backup_settings
 from nexo.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -154,7 +156,75 @@ def render(db: Database, multiproc_dir: str | None, host_expiry_s: float | None 
     else:
         registry.register(_ProcessMetrics())
     registry.register(SignalsCollector(db, host_expiry_s))
+    registry.register(BackupCollector(db))
     return generate_latest(registry)
+
+
+def backup_status(db: Database | None) -> BackupStatus | None:
+    """The backups' status (ADR-016), the database asked how far its finished WAL reaches when it answers."""
+    settings = backup_settings()
+    if db is None or not settings.backup_dir.is_dir():
+        return read_status(settings)
+    try:
+        with db.reading() as conn:
+            return read_status(settings, conn)
+    except Exception as exc:  # the database is down: the archive's own word still counts
+        log.warning("metrics: could not ask the database about its WAL: %s", type(exc).__name__)
+        return read_status(settings)
+
+
+class BackupCollector:
+    """The backups' freshness (ADR-016), read from NEXO_BACKUP_DIR on each scrape; families without a
+    sample where there is nothing yet (no backup kept on this host: with DATABASE_URL they are the operator's)."""
+
+    def __init__(self, db: Database | None = None) -> None:
+        self.db = db
+
+    def collect(self):
+        """Yield the newest verify (that held, and whether the last one held), archived WAL and base backup,
+        and the archive's continuity up to the end of the WAL the server finished."""
+        settings = backup_settings()
+        current = backup_status(self.db)
+        families = {
+            "last_verified": GaugeMetricFamily(
+                "nexo_backup_last_verified_timestamp_seconds", "Unix time of the newest backup verify that held."
+            ),
+            "verify_ok": GaugeMetricFamily(
+                "nexo_backup_last_verify_ok", "1 when the newest backup verify held, 0 when it failed."
+            ),
+            "wal": GaugeMetricFamily(
+                "nexo_backup_wal_archived_timestamp_seconds", "Unix time the newest WAL segment reached the archive."
+            ),
+            "base": GaugeMetricFamily("nexo_backup_newest_base_timestamp_seconds", "Unix time the newest base backup finished."),
+            "lag": GaugeMetricFamily(
+                "nexo_backup_max_lag_seconds", "BACKUP_MAX_LAG_S: the most a commit waits to reach the archive."
+            ),
+            "missing": GaugeMetricFamily(
+                "nexo_backup_wal_missing_segments",
+                "WAL segments missing from the archive between the oldest backup's start and the end of the WAL"
+                " the server finished (the archive's newest segment when the server did not answer).",
+            ),
+            "failing": GaugeMetricFamily(
+                "nexo_backup_archiver_failing", "1 when the server's newest attempt to archive a WAL segment failed."
+            ),
+        }
+        if current is not None:
+            moments = {
+                "last_verified": current.last_verified_at,
+                "wal": current.wal_archived_at,
+                "base": current.newest_backup_at,
+            }
+            for key, moment in moments.items():
+                if moment is not None:
+                    families[key].add_metric([], moment.timestamp())
+            families["lag"].add_metric([], settings.max_lag_s)
+            if current.last_verify_ok is not None:
+                families["verify_ok"].add_metric([], int(current.last_verify_ok))
+            if current.wal_missing is not None:
+                families["missing"].add_metric([], len(current.wal_missing))
+            if current.archiver_failing is not None:
+                families["failing"].add_metric([], int(current.archiver_failing))
+        yield from families.values()
 
 
 class _ProcessMetrics:

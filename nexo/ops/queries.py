@@ -10,8 +10,17 @@ from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
 from nexo.outbox.registry import NAMES
+from nexo.states import DeadLetterStatus, EventStatus, OrderStatus, ReservationKind, sql_constant
 
 HOURS = 24
+# Each signal is counted from the partial index of its state (migrations 0002, 0003, 0040, 0080): those
+# predicates keep a constant, as the indexes spell it (nexo.states.sql_constant says why).
+PENDIENTE = sql_constant(EventStatus.PENDIENTE)  # outbox_pendientes_idx
+FALLIDO = sql_constant(EventStatus.FALLIDO)  # outbox_failed_idx
+ENTREGADO = sql_constant(EventStatus.ENTREGADO)  # outbox_delivered_idx
+DEAD_LETTER_PENDING = sql_constant(DeadLetterStatus.PENDING)  # dead_letter_pending_signature_idx
+BLANDA = sql_constant(ReservationKind.BLANDA)  # stock_reservation_soft_idx
+PENDIENTE_AUTORIZACION = sql_constant(OrderStatus.PENDIENTE_AUTORIZACION)  # orders_pending_idx
 # Which hour a timestamp falls in, counted back from now(); clamped so a sample stamped a few
 # milliseconds after this transaction began (another process's clock) lands in the current hour.
 _BUCKET = "least({last}, {last} - floor(extract(epoch FROM now() - {col}) / 3600)::int)"
@@ -30,13 +39,13 @@ def limit_statement_time(conn: Conn, timeout: str) -> None:
 
 def pending_events(conn: Conn) -> dict[str, dict]:
     """Signal 1 per destination: PENDIENTE count, age in seconds of the oldest, and its last error."""
-    rows = conn.execute("""
+    rows = conn.execute(f"""
         SELECT DISTINCT ON (destination) destination,
                count(*) OVER (PARTITION BY destination) AS pending,
                extract(epoch FROM now() - created_at)::float AS oldest_age_s,
                attempts AS oldest_attempts, last_error AS oldest_last_error
           FROM outbox_event
-         WHERE status = 'PENDIENTE'
+         WHERE status = {PENDIENTE}
          ORDER BY destination, created_at, id""").fetchall()
     return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None, "oldest_last_error": None})
 
@@ -44,12 +53,12 @@ def pending_events(conn: Conn) -> dict[str, dict]:
 def failed_events(conn: Conn) -> dict[str, dict]:
     """Signal 2 per destination: FALLIDO events and dead letters still waiting for a decision."""
     rows = conn.execute(
-        """
+        f"""
         SELECT d.destination,
                (SELECT count(*) FROM outbox_event e
-                 WHERE e.status = 'FALLIDO' AND e.destination = d.destination) AS failed,
+                 WHERE e.status = {FALLIDO} AND e.destination = d.destination) AS failed,
                (SELECT count(*) FROM dead_letter l
-                 WHERE l.status = 'pending' AND l.destination = d.destination) AS dead_letters_pending
+                 WHERE l.status = {DEAD_LETTER_PENDING} AND l.destination = d.destination) AS dead_letters_pending
           FROM unnest(%s::text[]) AS d(destination)""",
         [list(NAMES)],
     ).fetchall()
@@ -72,14 +81,14 @@ def conflicts_per_hour(conn: Conn) -> list[int]:
 def unresolved_credit(conn: Conn) -> dict[str, dict]:
     """Signal 4: unresolved BLANDA reservations and PENDIENTE_AUTORIZACION orders, with the oldest's age."""
     row = one_row(
-        conn.execute("""
+        conn.execute(f"""
         SELECT (SELECT count(*) FROM stock_reservation
-                 WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_count,
+                 WHERE kind = {BLANDA} AND released_at IS NULL) AS soft_count,
                (SELECT extract(epoch FROM now() - min(created_at))::float FROM stock_reservation
-                 WHERE kind = 'BLANDA' AND released_at IS NULL) AS soft_oldest_age_s,
-               (SELECT count(*) FROM orders WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_count,
+                 WHERE kind = {BLANDA} AND released_at IS NULL) AS soft_oldest_age_s,
+               (SELECT count(*) FROM orders WHERE status = {PENDIENTE_AUTORIZACION}) AS pending_count,
                (SELECT extract(epoch FROM now() - min(created_at))::float FROM orders
-                 WHERE status = 'PENDIENTE_AUTORIZACION') AS pending_oldest_age_s""")
+                 WHERE status = {PENDIENTE_AUTORIZACION}) AS pending_oldest_age_s""")
     )
     return {
         "soft_reservations": {"count": row["soft_count"], "oldest_age_s": row["soft_oldest_age_s"]},
@@ -151,13 +160,13 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
     ones, only those pending across an hour mark are kept (most were delivered within a second).
     """
     rows = conn.execute(
-        """
+        f"""
         WITH marks AS (SELECT k, now() - k * interval '1 hour' AS t FROM generate_series(0, %(hours)s) AS k),
              pending AS MATERIALIZED (
                  SELECT e.id, e.destination, e.created_at, e.delivered_at,
                         EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id) AS had_dead_letter
                    FROM outbox_event e
-                  WHERE e.status = 'PENDIENTE'),
+                  WHERE e.status = {PENDIENTE}),
              candidates AS MATERIALIZED (
                  SELECT id, destination, created_at, delivered_at FROM pending WHERE had_dead_letter
                  UNION ALL
@@ -166,12 +175,12 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
                    ORDER BY destination, created_at)
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE status = 'FALLIDO'
+                  WHERE status = %(failed)s
                     AND id = ANY (ARRAY(SELECT event_id FROM dead_letter
                                          WHERE created_at > now() - %(hours)s * interval '1 hour'))
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE status = 'ENTREGADO' AND destination = ANY(%(destinations)s)
+                  WHERE status = {ENTREGADO} AND destination = ANY(%(destinations)s)
                     AND delivered_at > now() - %(hours)s * interval '1 hour'
                     -- pending at some mark: one falls in [created_at, delivered_at)
                     AND floor(extract(epoch FROM now() - created_at) / 3600)
@@ -184,9 +193,14 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
           JOIN candidates c ON c.created_at <= m.t AND (c.delivered_at IS NULL OR c.delivered_at > m.t)
          WHERE NOT EXISTS (SELECT 1 FROM their_dead_letters d
                             WHERE d.event_id = c.id AND d.created_at <= m.t
-                              AND (d.status = 'discarded' OR d.resolved_at IS NULL OR d.resolved_at > m.t))
+                              AND (d.status = %(discarded)s OR d.resolved_at IS NULL OR d.resolved_at > m.t))
          GROUP BY m.k, c.destination""",
-        {"hours": HOURS, "destinations": list(NAMES)},
+        {
+            "hours": HOURS,
+            "destinations": list(NAMES),
+            "failed": EventStatus.FALLIDO,
+            "discarded": DeadLetterStatus.DISCARDED,
+        },
     ).fetchall()
     series = {d: [0.0] * (HOURS + 1) for d in NAMES}
     for row in rows:

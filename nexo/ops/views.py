@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from datetime import UTC, datetime
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -10,9 +11,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from nexo.auth.permissions import permission_required
 from nexo.extensions import get_db
 from nexo.formatting import format_duration
+from nexo.mail import repository as mail_rows
 from nexo.ops import charts, exposition, service
-from nexo.outbox.registry import LABELS
 from nexo.unknowns import UNKNOWNS
+from nexo.vocabulary import DESTINATION
 
 bp = Blueprint("ops", __name__)
 
@@ -29,27 +31,68 @@ def dashboard():
         signals=data.current,
         charts=_charts(data),
         unknowns=UNKNOWNS,
-        labels=LABELS,
+        labels=DESTINATION,
         outbox_retention_days=settings.outbox_retention_days,
         links=_links(),
+        backups=_backups(),
+        email=_email(settings.mail is not None),
     )
 
 
+def _email(on: bool) -> dict:
+    """The email notifications' line (nexo/mail/): on or off, sent, waiting, failed for good."""
+    with get_db().reading() as conn:
+        row = mail_rows.summary(conn)
+    oldest = row["oldest_waiting_at"]
+    return {
+        "on": on,
+        "sent_24h": row["sent_24h"],
+        "waiting": row["waiting"],
+        "failed": row["failed"],
+        "oldest_waiting_age_s": None if oldest is None else (datetime.now(UTC) - oldest).total_seconds(),
+    }
+
+
+def _backups() -> dict | None:
+    """The backups' freshness for the page (ADR-016): ages in seconds, None where there is nothing yet."""
+    current = exposition.backup_status(get_db())
+    if current is None:
+        return None
+    now = datetime.now(UTC)
+
+    def age(moment: datetime | None) -> float | None:
+        return None if moment is None else (now - moment).total_seconds()
+
+    return {
+        "count": current.backups,
+        "newest_age_s": age(current.newest_backup_at),
+        "verify_age_s": age(current.last_verify_at),
+        "verify_ok": current.last_verify_ok,
+        "wal_age_s": age(current.wal_archived_at),
+        "wal_missing": current.wal_missing,
+        "wal_end_checked": current.wal_end_checked,
+        "archiver_failing": current.archiver_failing,
+    }
+
+
 def _charts(data: service.Dashboard) -> dict:
-    named_age = {LABELS[d]: v for d, v in data.pending_age_history.items()}
+    named_age = {DESTINATION[d]: v for d, v in data.pending_age_history.items()}
     return {
         "conflicts": charts.bar_chart(
-            "Conflictos request_id_reused por hora", data.current.conflicts_per_hour, charts.format_count, charts.count_ceiling
+            "Formularios reusados para otro pedido, por hora",
+            data.current.conflicts_per_hour,
+            charts.format_count,
+            charts.count_ceiling,
         ),
         "p95": charts.line_chart(
-            "p95 de la transacción de pedido por hora",
-            {"p95": data.transaction_p95_per_hour},
+            "Tiempo en que se registran 95 de cada 100 pedidos, por hora",
+            {"95 de cada 100 pedidos": data.transaction_p95_per_hour},
             format_duration,
             charts.nice_duration_ceiling,
             bars_alignment=True,
         ),
         "pending_age": charts.line_chart(
-            "Antigüedad del evento PENDIENTE más viejo", named_age, format_duration, charts.nice_duration_ceiling
+            "Antigüedad del aviso pendiente más viejo", named_age, format_duration, charts.nice_duration_ceiling
         ),
     }
 

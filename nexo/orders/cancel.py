@@ -20,6 +20,7 @@ from typing import ClassVar
 from nexo import audit
 from nexo.db import Conn, OpensTransactions
 from nexo.orders import repository as repo
+from nexo.outbox import webhooks
 from nexo.outbox.order_events import cancel_order_events
 from nexo.outbox.wakeup import Wakeup
 from nexo.states import CANCELLABLE, OrderStatus
@@ -113,6 +114,8 @@ def _cancel(conn: Conn, cmd: CancelOrder, reason: str) -> CancelResult:
             conn, order_id=cmd.order_id, actor=cmd.actor_username, reason=reason, request_id=cmd.correlation_id
         )
     released = stock.release_all(conn, cmd.order_id)
+    # The integration that posted the order hears of it, after any notice it already had (ADR-022).
+    notices = webhooks.notify(conn, cmd.order_id, "order.cancelled", request_id=cmd.correlation_id)
     audit.append(
         conn,
         actor=cmd.actor_username,
@@ -135,5 +138,5 @@ def _cancel(conn: Conn, cmd: CancelOrder, reason: str) -> CancelResult:
         cmd.order_id,
         released=tuple((r["sku"], r["quantity"]) for r in released),
         given_back_cents=given_back,
-        event_ids=events.cancellations if events else (),
+        event_ids=(events.cancellations if events else ()) + tuple(notices),
     )

@@ -24,6 +24,8 @@ from nexo.db import Conn, OpensTransactions
 from nexo.orders import repository as repo
 from nexo.orders import shipments
 from nexo.orders.fingerprint import normalise_sku
+from nexo.outbox import webhooks
+from nexo.outbox.wakeup import Wakeup
 from nexo.states import DISPATCHABLE, OrderStatus
 from nexo.stock import reservations as stock
 
@@ -49,6 +51,7 @@ class DispatchOrder:
     lines: tuple[ShipLine, ...] | None = None
     idempotency_key: uuid.UUID | None = None
     api_key_id: int | None = None
+    correlation_id: str | None = None  # the request id, carried onto the webhook notice
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Dispatched:
     shipment_id: uuid.UUID
     order_id: uuid.UUID
     status: OrderStatus
+    event_ids: tuple[uuid.UUID, ...] = ()  # the integration's notices (ADR-022)
     outcome: ClassVar[str] = "dispatched"
 
 
@@ -122,15 +126,14 @@ def request_hash(order_id: uuid.UUID, lines: tuple[ShipLine, ...] | None) -> str
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def dispatch_order(db: OpensTransactions, cmd: DispatchOrder) -> DispatchResult:
+def dispatch_order(db: OpensTransactions, cmd: DispatchOrder, wakeup: Wakeup | None = None) -> DispatchResult:
     """Record the shipment (see the module docstring); every refusal leaves nothing behind."""
-    invalid = _validate(cmd.lines)
-    if invalid:
-        return Invalid(invalid)
     with db.transaction() as tx:
         result = _dispatch(tx.conn, cmd)
         if isinstance(result, Dispatched):
             tx.commit()
+    if isinstance(result, Dispatched) and result.event_ids and wakeup is not None:
+        wakeup.request_delivery(list(result.event_ids))  # after the commit (ADR-004)
     log.info("dispatch order=%s actor=%s outcome=%s", cmd.order_id, cmd.actor_username, result.outcome)
     return result
 
@@ -152,7 +155,10 @@ def _validate(lines: tuple[ShipLine, ...] | None) -> dict[str, str]:
 def _dispatch(conn: Conn, cmd: DispatchOrder) -> DispatchResult:
     order = repo.lock_order(conn, cmd.order_id)
     if order is None:
-        return NotFound(cmd.order_id)
+        return NotFound(cmd.order_id)  # before the lines: no such order is the first thing to say
+    invalid = _validate(cmd.lines)
+    if invalid:
+        return Invalid(invalid)
     digest = request_hash(cmd.order_id, cmd.lines) if cmd.idempotency_key else None
     claim = shipments.claim_shipment(
         conn,
@@ -198,4 +204,5 @@ def _dispatch(conn: Conn, cmd: DispatchOrder) -> DispatchResult:
             "api_key_id": cmd.api_key_id,
         },
     )
-    return Dispatched(claim.shipment_id, cmd.order_id, status)
+    notices = webhooks.notify(conn, cmd.order_id, "order.dispatched", request_id=cmd.correlation_id)  # ADR-022
+    return Dispatched(claim.shipment_id, cmd.order_id, status, tuple(notices))

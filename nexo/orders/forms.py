@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from flask_wtf import FlaskForm
 from wtforms import StringField, TextAreaField
@@ -51,6 +52,7 @@ class LineRow:
     quantity: str = ""
     error: str | None = None
     reason: str | None = None
+    hint: Any = None  # line_hints.LineHint once a form comes back: name, price, availability, amount
 
     @property
     def normalised_sku(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from flask import abort, flash, g, redirect, render_template, session, url_for
+from flask import Blueprint, abort, flash, g, redirect, render_template, session, url_for
 from flask_login import current_user
 
 from nexo.errors import render_error
@@ -13,14 +13,13 @@ from nexo.extensions import get_db, get_wakeup
 from nexo.formatting import format_ars
 from nexo.orders import cancel, queries, timeline
 from nexo.orders.forms import CancelForm
-from nexo.orders.views import ORDER_VIEWER_PERMISSIONS, REPLAYED_KEY, bp
+from nexo.orders.views import ORDER_VIEWER_PERMISSIONS, REPLAYED_KEY
 from nexo.states import CANCELLABLE
 
 # Who may cancel any order (credit, the owner); a salesperson cancels their own (CONTRACT.md).
 CANCEL_ANY = "orders.cancel"
 
 
-@bp.route("/orders/<uuid:order_id>")
 def show_order(order_id: uuid.UUID):
     """One order: lines (ordered and dispatched), reservations, its story, deliveries; the cancel form for who may."""
     return _render_order(order_id, CancelForm(formdata=None))
@@ -61,7 +60,6 @@ def _may_cancel(order: dict) -> bool:
     return order["status"] in CANCELLABLE and (mine or current_user.can(CANCEL_ANY))
 
 
-@bp.route("/orders/<uuid:order_id>/cancel", methods=["POST"])
 def cancel_order(order_id: uuid.UUID):
     """Cancel the order (reason required): 303 back to it saying what was released; 409 when it cannot be."""
     form = CancelForm()
@@ -106,3 +104,9 @@ def _cancelled_message(result: cancel.Cancelled) -> str:
     if result.event_ids:
         parts.append("Se avisa la anulación a quien ya había recibido el pedido (depósito, facturación).")
     return " ".join(parts)
+
+
+def add_routes(bp: Blueprint) -> None:
+    """This module's pages on the orders blueprint (nexo/orders/__init__.py); each endpoint is orders.<view>."""
+    bp.add_url_rule("/orders/<uuid:order_id>", view_func=show_order)
+    bp.add_url_rule("/orders/<uuid:order_id>/cancel", view_func=cancel_order, methods=["POST"])

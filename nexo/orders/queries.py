@@ -6,12 +6,30 @@ from uuid import UUID
 
 from psycopg.rows import DictRow
 
-from nexo.db import Conn
+from nexo.db import Conn, contains_pattern
 
 
 def clients(conn: Conn) -> list[DictRow]:
     """Clients for the form's select, by name."""
     return conn.execute("SELECT id, name, tier FROM client ORDER BY name").fetchall()
+
+
+def client_count(conn: Conn) -> int:
+    """How many clients there are: the form's select holds them all only up to a limit (client_options)."""
+    return conn.execute("SELECT count(*) AS n FROM client").fetchone()["n"]  # type: ignore[index]
+
+
+def client_by_id(conn: Conn, client_id: UUID) -> DictRow | None:
+    """One client (id, name, tier), or None."""
+    return conn.execute("SELECT id, name, tier FROM client WHERE id = %s", [client_id]).fetchone()
+
+
+def find_clients(conn: Conn, text: str, *, limit: int, offset: int = 0) -> list[DictRow]:
+    """Clients whose name contains `text` (any case), by name: the form's client lookup."""
+    return conn.execute(
+        "SELECT id, name, tier FROM client WHERE name ILIKE %s ORDER BY name, id LIMIT %s OFFSET %s",
+        [contains_pattern(text), limit, offset],
+    ).fetchall()
 
 
 def client_list_version(conn: Conn) -> UUID | None:
@@ -37,33 +55,25 @@ _CATALOG_ROW = """
 """
 
 
-def _like_prefix(text: str) -> str:
-    """A LIKE pattern matching what starts with text (its own %, _ and \\ taken literally)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def find_skus(conn: Conn, text: str, *, limit: int | None, offset: int = 0, after: str | None = None) -> list[DictRow]:
-    """Catalog rows whose SKU, or the first word of whose name, starts with text; by SKU, one page.
+    """Catalog rows whose SKU or name holds every word of text, in any order, case and accents aside; by SKU, one page.
 
-    Both prefixes are index ranges (migration 0080): a lookup reads the matching SKUs up to its page,
-    not the catalog, so a narrow prefix costs the same with 50 or 50,000 SKUs (a one-letter prefix
-    reads every match before its OFFSET). Empty text: the catalog from its first SKU. `after` starts
+    "200", "cortadora 200" and "ceramica" all find COR-200 ("Cortadora de cerámica 200"); what starts
+    with text, as the lookup used to find, is among them. The words are looked up in a trigram index
+    (migration 0630): a lookup reads the products that hold them, not the catalog, so a narrow word
+    costs the same with 50 or 50,000 SKUs; a word of one or two letters has no trigram, and walks the
+    catalog by SKU up to its page instead. Empty text: the catalog from its first SKU. `after` starts
     past that SKU (the API's cursor: no OFFSET to read through); `limit` None is no limit.
     """
-    text = text.strip()
+    words = text.split()  # the form and the API send at most 40 characters
+    # One condition per word, each a pattern the index answers; the values are bound, never formatted.
+    where = "".join(f" AND search_text LIKE searchable(%(word{i})s)" for i in range(len(words)))
     # A plain range when there is a cursor: "IS NULL OR sku > …" would walk the index from its start.
-    past = "AND sku > %(after)s" if after is not None else ""
-    if not text:
-        found = f"SELECT id, sku, name FROM product WHERE true {past} ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"
-    else:
-        found = f"""
-            SELECT id, sku, name FROM product WHERE sku LIKE %(sku)s {past}
-             UNION
-            SELECT id, sku, name FROM product WHERE lower(name) LIKE %(name)s {past}
-             ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"""
+    past = " AND sku > %(after)s" if after is not None else ""
+    found = f"SELECT id, sku, name FROM product WHERE true{where}{past} ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"
+    params = {f"word{i}": contains_pattern(word) for i, word in enumerate(words)}
     return conn.execute(
-        f"WITH found AS ({found}) {_CATALOG_ROW}",
-        {"sku": _like_prefix(text.upper()), "name": _like_prefix(text.lower()), "limit": limit, "offset": offset, "after": after},
+        f"WITH found AS ({found}) {_CATALOG_ROW}", {**params, "limit": limit, "offset": offset, "after": after}
     ).fetchall()
 
 
@@ -175,9 +185,27 @@ def orders_of_salesperson(conn: Conn, salesperson_id: int, limit: int = 200) -> 
     """The salesperson's own orders, newest first."""
     return conn.execute(
         """
-        SELECT o.id, o.status, o.billing_status, o.total_cents, o.created_at, o.warehouse_id, c.name AS client_name
+        SELECT o.id, o.number, o.status, o.billing_status, o.total_cents, o.created_at, o.warehouse_id, c.name AS client_name
           FROM orders o JOIN client c ON c.id = o.client_id
          WHERE o.salesperson_id = %s ORDER BY o.created_at DESC, o.id LIMIT %s
         """,
         [salesperson_id, limit],
     ).fetchall()
+
+
+def order_by_number(conn: Conn, number: int, *, salesperson_id: int | None) -> UUID | None:
+    """The id of the order with this number (orders_number_key) — only the salesperson's own when one is
+    given — or None (ADR-020)."""
+    row = conn.execute(
+        "SELECT id FROM orders WHERE number = %s AND (%s::bigint IS NULL OR salesperson_id = %s::bigint)",
+        [number, salesperson_id, salesperson_id],
+    ).fetchone()
+    return None if row is None else row["id"]
+
+
+def available_credit(conn: Conn, client_id: UUID) -> int | None:
+    """The client's credit limit minus its exposure now (a hint for the form; credit decides in create_order)."""
+    row = conn.execute(
+        "SELECT credit_limit_cents - exposure_cents AS available FROM client WHERE id = %s", [client_id]
+    ).fetchone()
+    return row["available"] if row else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 from uuid import UUID
 
 from psycopg.rows import DictRow
@@ -83,6 +84,13 @@ def order_context(conn: Conn, client_id: UUID, warehouse_id: str, skus: list[str
     return OrderContext(client, first["warehouse_exists"], products)
 
 
+class RecordedOrder(NamedTuple):
+    """What record_order decided: the status, and the number people will name the order by (ADR-020)."""
+
+    status: OrderStatus
+    number: int
+
+
 def record_order(
     conn: Conn,
     *,
@@ -95,8 +103,9 @@ def record_order(
     delivery_method: str | None,
     lines: list[tuple[UUID, str, int, int]],
     api_key_id: int | None = None,
-) -> OrderStatus:
-    """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status.
+) -> RecordedOrder:
+    """Decide credit, insert the order and its lines, point the key at it: one statement; returns the status
+    and the order's number (ADR-020).
 
     RN-01 stays one conditional UPDATE of the client's row (the `charged` CTE): the decision and the
     write are one statement on that row, so two orders of one client serialise on it and never approve
@@ -123,7 +132,7 @@ def record_order(
                         CASE status WHEN %(confirmed)s THEN %(to_invoice)s ELSE %(not_invoiced)s END,
                         %(delivery)s, %(api_key)s
                    FROM decided
-                 RETURNING status),
+                 RETURNING status, number),
              new_lines AS (
                  INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)
                  SELECT %(order)s, product_id, sku, quantity, unit_price_cents
@@ -131,7 +140,7 @@ def record_order(
                                %(prices)s::bigint[]) AS l(product_id, sku, quantity, unit_price_cents)),
              linked AS (
                  UPDATE idempotency_keys SET order_id = %(order)s WHERE request_id = %(request)s)
-        SELECT status FROM new_order
+        SELECT status, number FROM new_order
         """,
         {
             "order": order_id,
@@ -152,7 +161,8 @@ def record_order(
             "not_invoiced": BillingStatus.NO_APLICA,
         },
     )
-    return OrderStatus(one_row(decided)["status"])
+    row = one_row(decided)
+    return RecordedOrder(OrderStatus(row["status"]), row["number"])
 
 
 def order_status(conn: Conn, order_id: UUID) -> OrderStatus | None:

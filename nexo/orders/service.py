@@ -31,7 +31,9 @@ from nexo.orders.commands import (
     Replayed,
     validate,
 )
+from nexo.orders.credit_notice import queue_waiting_for_credit
 from nexo.orders.fingerprint import FINGERPRINT_VERSION, fingerprint, is_known_version, normalise_sku
+from nexo.outbox import webhooks
 from nexo.outbox.order_events import add_order_confirmed_events, order_payload
 from nexo.outbox.wakeup import Wakeup
 from nexo.states import OrderStatus, ReservationKind
@@ -50,10 +52,11 @@ class _PricedLine:
     unit_price_cents: int
 
 
-def create_order(db: OpensTransactions, cmd: CreateOrder, wakeup: Wakeup | None = None) -> OrderResult:
+def create_order(db: OpensTransactions, cmd: CreateOrder, wakeup: Wakeup | None = None, *, mail: bool = False) -> OrderResult:
     """Create the order of one salesperson intent, or replay / refuse it; see the module docstring.
 
-    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004).
+    `wakeup` rings the relay after the commit; without one the sweeper finds the events (ADR-004). `mail`
+    (SMTP_URL set) queues the credit officers' email of an order left waiting, in the same transaction.
     """
     errors = validate(cmd)
     if errors:
@@ -61,7 +64,7 @@ def create_order(db: OpensTransactions, cmd: CreateOrder, wakeup: Wakeup | None 
     started = time.perf_counter()
     event_ids: list[uuid.UUID] = []
     with db.transaction() as tx:
-        result = _decide(tx.conn, cmd, event_ids)
+        result = _decide(tx.conn, cmd, event_ids, mail)
         if isinstance(result, Confirmed | PendingAuthorization):
             tx.commit()
         # Every other outcome leaves the block uncommitted: the transaction rolls back, key included
@@ -86,7 +89,7 @@ def command_fingerprint(cmd: CreateOrder, version: int = FINGERPRINT_VERSION) ->
     return fingerprint(cmd.client_id, cmd.warehouse_id, [(line.sku, line.quantity) for line in cmd.lines], version)
 
 
-def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderResult:
+def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID], mail: bool) -> OrderResult:
     # 1. Claim the intent first, inside the transaction (RN-06, ADR-005, ADR-007).
     claim = repo.claim_request(conn, cmd.request_id, command_fingerprint(cmd), FINGERPRINT_VERSION)
     if not claim.inserted:
@@ -108,7 +111,7 @@ def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderRe
     # 3-4. Credit (RN-01) as one conditional UPDATE, the order, its lines at list price and the key
     #      pointing at it: one statement (fewer round trips while the client's row is locked).
     order_id = uuid.uuid4()
-    status = repo.record_order(
+    status, number = repo.record_order(
         conn,
         order_id=order_id,
         request_id=cmd.request_id,
@@ -140,6 +143,7 @@ def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderRe
         client = context.client
         payload = order_payload(
             order_id=order_id,
+            number=number,
             client_id=client["id"],
             client_name=client["name"],
             tier=client["tier"],
@@ -148,6 +152,14 @@ def _decide(conn: Conn, cmd: CreateOrder, event_ids: list[uuid.UUID]) -> OrderRe
             lines=[(line.sku, line.quantity, line.unit_price_cents) for line in priced],
         )
         event_ids.extend(add_order_confirmed_events(conn, order_id=order_id, payload=payload, request_id=cmd.correlation_id))
+    elif mail:
+        # The officers hear of it in this transaction: an order that rolls back mails nobody (nexo/mail/).
+        queue_waiting_for_credit(conn, order_id)
+
+    # 7. The integration that posted it hears of it (ADR-022); an order from the form costs nothing here.
+    if cmd.api_key_id is not None:
+        event = "order.confirmed" if approved else "order.pending_authorization"
+        event_ids.extend(webhooks.notify(conn, order_id, event, request_id=cmd.correlation_id))
     return Confirmed(order_id) if approved else PendingAuthorization(order_id)
 
 

@@ -1,26 +1,26 @@
 """Order pages: the form (GET/POST /orders/new), the SKU lookup and my orders (/orders); one order and its cancel
-are in order_page.py, the warehouse's dispatch in warehouse_views.py, all on this blueprint."""
+are in order_page.py, the lists in order_list.py, the warehouse's in picking.py and warehouse_views.py: all
+on one blueprint, `orders`, that nexo/orders/__init__.py builds from each module's add_routes."""
 
 from __future__ import annotations
 
 import uuid
 
-from flask import Blueprint, current_app, flash, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, g, jsonify, redirect, render_template, request, session, url_for
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
-from nexo.extensions import get_db, get_wakeup
-from nexo.orders import commands, queries, service
+from nexo.extensions import get_db, get_wakeup, mail_enabled
+from nexo.orders import commands, line_hints, queries, service
 from nexo.orders.client_options import ClientOptions
-from nexo.orders.forms import MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
-
-bp = Blueprint("orders", __name__)
+from nexo.orders.fingerprint import normalise_sku
+from nexo.orders.forms import MAX_SKU_LENGTH, MIN_ROWS, LineRow, OrderForm, check_rows, padded, parse_uuid, read_rows
 
 # Who may look at any order besides the salesperson who entered it.
 ORDER_VIEWER_PERMISSIONS = ("credit.authorize", "ops.view", "dlq.admin")
 REPLAYED_KEY = "orders.replayed"  # the order page says once that a form sent again was the same order
 LOOKUP_PAGE = 20  # SKUs per page of the lookup, and on a fresh form
-MAX_LOOKUP_PAGES = 500  # 10,000 matches: enough to browse, past that a longer prefix finds it
+MAX_LOOKUP_PAGES = 500  # 10,000 matches: enough to browse, past that another word narrows it
 # What the 503 page of an outage says on the order form (registered by nexo/orders/__init__.py).
 RETRY_ADVICE = (
     "La base de datos no responde y no sabemos si el pedido llegó a guardarse. En unos segundos confirmá "
@@ -29,13 +29,14 @@ RETRY_ADVICE = (
 )
 
 
-@bp.route("/orders/new", methods=["GET", "POST"])
 @permission_required("orders.create")
 def new_order():
     """Show a fresh order form, or take a posted one through create_order (CU-01)."""
     if request.method == "GET":
         rows = request.args.get("rows", type=int) or MIN_ROWS
-        return _render_form(OrderForm(formdata=None), str(uuid.uuid4()), padded([], min(max(rows, MIN_ROWS), commands.MAX_LINES)))
+        fresh = OrderForm(formdata=None)
+        fresh.client_id.data = request.args.get("client_id", "")[:40]  # the client lookup's choice
+        return _render_form(fresh, str(uuid.uuid4()), padded([], min(max(rows, MIN_ROWS), commands.MAX_LINES)))
     form = OrderForm()
     rows, lines, errors = _validate(form)
     request_id = parse_uuid(form.request_id.data)
@@ -51,7 +52,7 @@ def new_order():
         delivery_method=(form.delivery_method.data or "").strip() or None,
         correlation_id=g.get("request_id"),
     )
-    result = service.create_order(get_db(), cmd, get_wakeup())
+    result = service.create_order(get_db(), cmd, get_wakeup(), mail=mail_enabled())
     return _respond(result, form, rows, str(request_id))
 
 
@@ -111,15 +112,22 @@ def _render_form(
     # again): a fresh form shows the catalog's first page, an answer to a post the well-formed lines
     # typed in it (a malformed one, e.g. a control character, is never sent to the database).
     # The SKU lookup (/orders/skus) finds the rest.
-    typed = sorted({row.normalised_sku for row in rows if row.normalised_sku and not row.error})
+    typed = line_hints.lookup_skus(rows)
     with get_db().reading() as conn:
-        client_options = _client_options().html(conn, form.client_id.data)  # first: it reads the version
+        client_field = _client_options().field(conn, form.client_id.data)  # first: it reads the version
         context = {
             "warehouses": queries.warehouses(conn),
             "catalog": queries.catalog_of(conn, typed)
             if request.method == "POST"
             else queries.find_skus(conn, "", limit=LOOKUP_PAGE),
         }
+    # A form sent back names every problem the catalog can tell at once, and each line's name and price.
+    total = line_hints.hint_rows(rows, context["catalog"], form.deposit_id.data) if request.method == "POST" else None
+    chosen = parse_uuid(form.client_id.data) if request.method == "POST" else None
+    available_credit = None
+    if chosen is not None:
+        with get_db().reading() as conn:
+            available_credit = queries.available_credit(conn, chosen)
     return render_template(
         "orders/new.html",
         form=form,
@@ -129,15 +137,16 @@ def _render_form(
         problems=problems,
         more_rows=min(len(rows) + MIN_ROWS, commands.MAX_LINES),
         max_rows=commands.MAX_LINES,
-        client_options=client_options,
+        client_field=client_field,
+        total_cents=total,
+        available_credit=available_credit,
         **context,
     ), status
 
 
-@bp.route("/orders/skus")
 @permission_required("orders.create")
 def find_skus():
-    """SKU lookup: SKUs or product names starting with `q`, with price and availability; a plain GET page."""
+    """SKU lookup: products whose SKU or name holds every word of `q`, with price and availability; a plain GET page."""
     text = request.args.get("q", "")[:40]
     # Past a few hundred pages the salesperson types more letters instead; the cap also keeps a
     # forged ?page= from turning into an OFFSET Postgres refuses (a 500 instead of a page).
@@ -155,15 +164,58 @@ def find_skus():
     )
 
 
-@bp.route("/orders")
 @permission_required("orders.create")
-def list_orders():
-    """The logged-in salesperson's own orders, newest first."""
+def find_clients():
+    """Client lookup of the order form past SELECT_LIMIT clients (CONTRACT.md): names containing `q`, each a
+    link that opens a new form with that client chosen; a plain GET page, no JavaScript needed."""
+    text = request.args.get("q", "").strip()[:80]
+    page = min(max(1, request.args.get("page", type=int) or 1), MAX_LOOKUP_PAGES)
     with get_db().reading() as conn:
-        orders = queries.orders_of_salesperson(conn, current_user.id)
-    return render_template("orders/list.html", orders=orders)
+        found = queries.find_clients(conn, text, limit=LOOKUP_PAGE + 1, offset=(page - 1) * LOOKUP_PAGE) if text else []
+    return render_template(
+        "orders/clients.html", q=text, page=page, clients=found[:LOOKUP_PAGE], has_next=len(found) > LOOKUP_PAGE
+    )
+
+
+@permission_required("orders.create")
+def sku_line():
+    """One typed SKU's name, price and availability per deposit, for the form's live hints (orders.js): JSON."""
+    sku = normalise_sku(request.args.get("sku", "")[:MAX_SKU_LENGTH])
+    with get_db().reading() as conn:
+        found = queries.catalog_of(conn, [sku]) if sku else []
+    if not found:
+        return jsonify({"found": False, "sku": sku})
+    item = found[0]
+    return jsonify(
+        {
+            "found": True,
+            "sku": item["sku"],
+            "name": item["name"],
+            "price_cents": item["price_cents"],
+            "available": item["available"],
+        }
+    )
+
+
+@permission_required("orders.create")
+def client_credit(client_id: uuid.UUID):
+    """The client's available credit, for the form's running total (orders.js): JSON; 404 for an unknown client."""
+    with get_db().reading() as conn:
+        available = queries.available_credit(conn, client_id)
+    if available is None:
+        abort(404)
+    return jsonify({"client_id": str(client_id), "available_cents": available})
 
 
 def _client_options() -> ClientOptions:
     """The order form's client select of this process (built by nexo/orders/__init__.py)."""
     return current_app.extensions["nexo.client_options"]
+
+
+def add_routes(bp: Blueprint) -> None:
+    """This module's pages on the orders blueprint (nexo/orders/__init__.py); each endpoint is orders.<view>."""
+    bp.add_url_rule("/orders/new", view_func=new_order, methods=["GET", "POST"])
+    bp.add_url_rule("/orders/skus", view_func=find_skus)
+    bp.add_url_rule("/orders/clients", view_func=find_clients)
+    bp.add_url_rule("/orders/skus/line", view_func=sku_line)
+    bp.add_url_rule("/orders/clients/<uuid:client_id>/credit", view_func=client_credit)

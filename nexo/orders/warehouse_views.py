@@ -10,38 +10,40 @@ from __future__ import annotations
 
 import uuid
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from nexo.auth.permissions import permission_required
+from nexo.db import Conn
 from nexo.errors import render_error
-from nexo.extensions import get_db
+from nexo.extensions import get_db, get_wakeup
 from nexo.navigation import Section
 from nexo.orders import dispatch, shipments
 from nexo.orders import warehouse_queries as queries
 from nexo.orders.fingerprint import normalise_sku
 from nexo.orders.forms import DispatchInput, parse_uuid, read_dispatch
-from nexo.orders.views import bp
+from nexo.states import OrderStatus
 
 DISPATCH = "warehouse.dispatch"
 
 
-def _load_section(conn) -> dict:
-    orders = queries.orders_to_dispatch(conn)
+def _load_section(conn: Conn, *, deposit: str | None = None) -> dict:
+    """The orders to dispatch and the last dispatches, of one deposit (a code the page checked) or of every one."""
+    orders = queries.orders_to_dispatch(conn, deposit)
     return {
         "orders": orders,
         "dispatch_ids": {order["id"]: uuid.uuid4() for order in orders},  # a new key for each drawing of a form
-        "waiting": queries.count_to_dispatch(conn),
-        "shipments": queries.recent_shipments(conn),
+        "waiting": queries.count_to_dispatch(conn, deposit),
+        "shipments": queries.recent_shipments(conn, deposit),
         "count_cap": queries.COUNT_CAP,
+        "deposit": deposit,
     }
 
 
-# Registered on the warehouse page by nexo/orders/__init__.py.
+# Added to the warehouse page by nexo/orders/__init__.py.
 SECTION = Section("orders/_warehouse_section.html", _load_section)
 
 
-@bp.route("/warehouse/orders/<uuid:order_id>/dispatch", methods=["POST"])
 @permission_required(DISPATCH)
 def dispatch_order(order_id: uuid.UUID):
     """Record what left (default: everything that remains): 303 to the warehouse page; 400/422 the form again; 409."""
@@ -54,7 +56,10 @@ def dispatch_order(order_id: uuid.UUID):
         return _form_again(order_id, typed, 400, key=key)
     result = dispatch.dispatch_order(
         get_db(),
-        dispatch.DispatchOrder(order_id, current_user.id, current_user.username, typed.lines, idempotency_key=key),
+        dispatch.DispatchOrder(
+            order_id, current_user.id, current_user.username, typed.lines, idempotency_key=key, correlation_id=g.get("request_id")
+        ),
+        get_wakeup(),
     )
     match result:
         case dispatch.Dispatched(shipment_id=shipment_id, status=status):
@@ -83,11 +88,11 @@ def dispatch_order(order_id: uuid.UUID):
             return render_error(404)
 
 
-def _dispatched_message(shipment_id: uuid.UUID, status: str) -> str:
+def _dispatched_message(shipment_id: uuid.UUID, status: OrderStatus) -> str:
     with get_db().reading() as conn:
         shipment = shipments.shipment(conn, shipment_id)
     left = " y ".join(f"{line['quantity']} × {line['sku']}" for line in shipment["lines"]) if shipment else ""
-    state = "Salió todo el pedido." if status == "DESPACHADO" else "El pedido queda despachado en parte."
+    state = "Salió todo el pedido." if status == OrderStatus.DESPACHADO else "El pedido queda despachado en parte."
     return f"Despacho registrado: {left}. {state}"
 
 
@@ -113,3 +118,8 @@ def _form_again(
 def _refused(reason: str, message: str):
     back = url_for("handoffs.list_handoffs")
     return render_template("orders/refused.html", reason=reason, message=message, back=back), 409
+
+
+def add_routes(bp: Blueprint) -> None:
+    """This module's pages on the orders blueprint (nexo/orders/__init__.py); each endpoint is orders.<view>."""
+    bp.add_url_rule("/warehouse/orders/<uuid:order_id>/dispatch", view_func=dispatch_order, methods=["POST"])

@@ -12,6 +12,7 @@ from uuid import UUID
 from nexo import audit
 from nexo.db import Conn, one_row
 from nexo.outbox.storable import storable_text
+from nexo.states import AttemptOutcome, DeadLetterStatus
 
 
 def error_signature(destination: str, http_status: int | None, error_class: str | None) -> str:
@@ -43,7 +44,7 @@ def open_dead_letter(
                coalesce(min(a.started_at), now()), now()
           FROM delivery_attempt a
          WHERE a.event_id = %(event_id)s
-           AND a.outcome IN ('REINTENTO', 'FALLIDO', 'SIN_RESULTADO')
+           AND a.outcome = ANY(%(failed_outcomes)s)
            -- a replayed event starts a fresh cycle: count from the last dead letter's resolution
            AND a.started_at > coalesce((SELECT max(resolved_at) FROM dead_letter d
                                          WHERE d.event_id = %(event_id)s AND d.destination = %(destination)s),
@@ -57,6 +58,7 @@ def open_dead_letter(
             "last_error": last_error,
             "http_status": http_status,
             "signature": error_signature(destination, http_status, error_class),
+            "failed_outcomes": [AttemptOutcome.REINTENTO, AttemptOutcome.FALLIDO, AttemptOutcome.SIN_RESULTADO],
         },
     )
     dead_letter_id = one_row(opened)["id"]
@@ -84,20 +86,23 @@ def lock_pending_of_order(conn: Conn, order_id: UUID) -> list[int]:
         row["id"]
         for row in conn.execute(
             "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id"
-            " WHERE e.aggregate_id = %s AND d.status = 'pending' ORDER BY d.id FOR UPDATE OF d",
-            [order_id],
+            " WHERE e.aggregate_id = %s AND d.status = %s ORDER BY d.id FOR UPDATE OF d",
+            [order_id, DeadLetterStatus.PENDING],
         ).fetchall()
     ]
 
 
-def withdraw_pending(conn: Conn, *, event_ids: list[UUID], actor: str) -> list[int]:
-    """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-017), audited: the
-    event will never be delivered, so there is nothing left for a person to replay."""
+ORDER_CANCELLED_NOTE = "retirada: el pedido se anuló antes de que llegara a destino"
+
+
+def withdraw_pending(conn: Conn, *, event_ids: list[UUID], actor: str, note: str = ORDER_CANCELLED_NOTE) -> list[int]:
+    """Resolve the pending dead letters of events withdrawn with their order's cancel (ADR-017) or their webhook
+    subscription's end (ADR-022), audited: the event will never be delivered, so there is nothing left for a
+    person to replay."""
     rows = conn.execute(
-        "UPDATE dead_letter SET status = 'resolved', resolved_at = now(), resolved_by = %s,"
-        " resolution_note = 'retirada: el pedido se anuló antes de que llegara a destino'"
-        " WHERE event_id = ANY(%s::uuid[]) AND status = 'pending' RETURNING id, event_id, destination",
-        [actor, list(event_ids)],
+        "UPDATE dead_letter SET status = %s, resolved_at = now(), resolved_by = %s, resolution_note = %s"
+        " WHERE event_id = ANY(%s::uuid[]) AND status = %s RETURNING id, event_id, destination",
+        [DeadLetterStatus.RESOLVED, actor, note, list(event_ids), DeadLetterStatus.PENDING],
     ).fetchall()
     for row in rows:
         audit.append(

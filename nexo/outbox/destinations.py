@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import dataclass
 
-from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient
+from nexo.outbox import webhooks
+from nexo.outbox.http_client import Answer, DeadlineExceeded, HttpClient, PrivateAddress, encode_json
 from nexo.outbox.registry import DESTINATIONS, route
 from nexo.outbox.storable import storable_text
 from nexo.settings import Settings
@@ -35,6 +37,11 @@ class Outgoing:
     event_id: object
     payload: dict
     original_withdrawn: bool = False
+    # A webhook notice: its subscription's URL and signing secret, and whether it may only reach a public
+    # address (ADR-022). None for the destinations whose base URL is a setting.
+    target_url: str | None = None
+    secret: str | None = None
+    public_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,10 @@ def deliver_all(client: HttpClient, settings: Settings, events: list[Outgoing]) 
     calls, sent = [], []
     for index, event in enumerate(events):
         path = route(event.event_type)
+        if event.target_url is not None:
+            calls.append(_signed_notice(event))
+            sent.append((index, path.effect_field, event.original_withdrawn))
+            continue
         target = DESTINATIONS[path.destination]
         url = target.base_url(settings)
         if not url:
@@ -91,6 +102,17 @@ def deliver_all(client: HttpClient, settings: Settings, events: list[Outgoing]) 
     return [r for r in results if r is not None]
 
 
+def _signed_notice(event: Outgoing) -> tuple:
+    # The signature covers the exact bytes sent and the moment they were signed (webhooks.signature).
+    body = encode_json(event.payload)
+    headers = {
+        "Idempotency-Key": str(event.event_id),
+        webhooks.SIGNATURE_HEADER: webhooks.signature(event.secret or "", int(time.time()), body),
+        "User-Agent": "Nexo-Webhooks/1",
+    }
+    return ("POST", event.target_url, body, headers, event.public_only)
+
+
 def _never_applied(answer, result: DeliveryResult) -> bool:
     # Only a permanent refusal that names this reason: anything else (a 5xx, a timeout) may still hide
     # an original that arrived, and is retried or failed as usual.
@@ -102,9 +124,11 @@ def _never_applied(answer, result: DeliveryResult) -> bool:
         return False
 
 
-def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
+def _result(answer, effect_field: str | None, duration_ms: int) -> DeliveryResult:
     if isinstance(answer, DeadlineExceeded):  # slow connect, endless headers, a dribbled or endless body
         return _failure(TRANSIENT, "Timeout", str(answer), duration_ms)
+    if isinstance(answer, PrivateAddress):  # a webhook URL into our own network stays refused (ADR-022)
+        return _failure(PERMANENT, "PrivateAddress", str(answer), duration_ms)
     if isinstance(answer, BaseException):
         # A TransportError (refused or reset connection, a broken answer) is worth retrying; anything else
         # ends this attempt the same way, so it counts against RELAY_MAX_ATTEMPTS (guarantee 16).
@@ -115,7 +139,7 @@ def _result(answer, effect_field: str, duration_ms: int) -> DeliveryResult:
         return _failure(TRANSIENT, type(exc).__name__, str(exc) or type(exc).__name__, duration_ms)
 
 
-def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> DeliveryResult:
+def read_answer(answer: Answer, effect_field: str | None, *, duration_ms: int = 0) -> DeliveryResult:
     """Classify a destination's answer and pick its business effect out of a success."""
     kind = classify(answer.status)
     if kind != DELIVERED:
@@ -133,6 +157,8 @@ def read_answer(answer: Answer, effect_field: str, *, duration_ms: int = 0) -> D
             error_class="BadAnswer",
             error=f"respuesta {answer.status} de más de {len(answer.body)} bytes, sin leer entera",
         )
+    if effect_field is None:  # a webhook receiver's 2xx is all it owes us
+        return DeliveryResult(DELIVERED, http_status=answer.status, duration_ms=duration_ms)
     try:
         effect = json.loads(answer.text())[effect_field]
     except (ValueError, KeyError, TypeError):

@@ -16,8 +16,10 @@ a small free list, since a libcurl handle must not be used by two threads at onc
 
 from __future__ import annotations
 
+import ipaddress
 import json as jsonlib
 import os
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -30,7 +32,7 @@ import pycurl
 from nexo.settings import DELIVERY_WAIT_MARGIN_S
 
 MAX_BODY_BYTES = 64 * 1024
-MAX_CONNECTIONS = 20  # kept alive per multi handle, every destination together
+MAX_CONNECTIONS = 30  # kept alive per multi handle, every destination together
 # What the caller allows beyond the deadline before it gives up on libcurl (bookkeeping only);
 # settings.py counts it in the job time budget.
 DEADLINE_MARGIN_S = DELIVERY_WAIT_MARGIN_S
@@ -52,6 +54,10 @@ class TransportError(OSError):
 
 class ConnectError(TransportError):
     """The destination could not be reached: name not resolved, connection refused."""
+
+
+class PrivateAddress(ConnectError):
+    """A webhook's host resolved to an address that is not public (SSRF, ADR-022): nothing was sent."""
 
 
 class RemoteProtocolError(TransportError):
@@ -80,6 +86,15 @@ _CURL_ERRORS = {
 }
 
 
+def encode_json(payload: dict) -> bytes:
+    """The exact bytes a JSON body is sent as (a webhook's signature is computed over them)."""
+    return jsonlib.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+# One request: (method, URL, JSON body as a dict or its encoded bytes, headers[, public_only]).
+Call = tuple
+
+
 @dataclass(frozen=True)
 class Answer:
     """What came back: the status, the first max_body_bytes of the body, and whether that was all of it."""
@@ -100,8 +115,18 @@ class Answer:
 class _Transfer:
     """One request on a multi handle: its easy handle, the body read so far, and when it started."""
 
-    def __init__(self, client: HttpClient, method: str, url: str, json: dict | None, headers: dict[str, str] | None):
+    def __init__(
+        self,
+        client: HttpClient,
+        method: str,
+        url: str,
+        json: dict | bytes | None,
+        headers: dict[str, str] | None,
+        public_only: bool = False,
+    ):
         self.body = bytearray()
+        self.refused: str | None = None  # the non-public address a public_only transfer would have used
+        self._sockets: list[socket.socket] = []  # handed to libcurl, which works on a duplicate of each
         self.cut = False  # the answer was longer than the cap: stopped reading
         self.started = time.monotonic()
         self.result: Answer | BaseException | None = None
@@ -124,13 +149,33 @@ class _Transfer:
         # small gzip body cannot unfold into gigabytes in memory. No "Expect: 100-continue" round trip.
         lines = ["Expect:"] + [f"{name}: {value}" for name, value in (headers or {}).items()]
         if json is not None:
-            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            curl.setopt(pycurl.POSTFIELDS, body.encode())
+            curl.setopt(pycurl.POSTFIELDS, json if isinstance(json, bytes) else encode_json(json))
             lines.append("Content-Type: application/json")
+        if public_only:
+            # A webhook URL is written by an integration, not by the operator: it may name a host that
+            # resolves into the distributor's own network. The address is checked where libcurl is about
+            # to connect to it (no window for DNS rebinding), on a connection of its own: a kept-alive one
+            # was opened without this check (ADR-022).
+            curl.setopt(pycurl.OPENSOCKETFUNCTION, self._open_public_socket)
+            curl.setopt(pycurl.FRESH_CONNECT, 1)
+            curl.setopt(pycurl.FORBID_REUSE, 1)
         if method != ("POST" if json is not None else "GET"):
             curl.setopt(pycurl.CUSTOMREQUEST, method)
         curl.setopt(pycurl.HTTPHEADER, lines)
         curl.setopt(pycurl.WRITEFUNCTION, self._receive)
+
+    def _open_public_socket(self, _purpose, address):
+        host = address.addr[0] if address.addr else ""
+        try:
+            public = ipaddress.ip_address(host.split("%")[0]).is_global
+        except ValueError:
+            public = False
+        if not public:
+            self.refused = host
+            return pycurl.SOCKET_BAD
+        opened = socket.socket(address.family, address.socktype, address.protocol)
+        self._sockets.append(opened)
+        return opened
 
     def _receive(self, chunk: bytes):
         self.body += chunk
@@ -143,6 +188,8 @@ class _Transfer:
         """Turn how libcurl ended the transfer into an Answer or an exception (the caller closes the handle)."""
         curl = self.curl
         self.seconds = time.monotonic() - self.started
+        for opened in self._sockets:
+            opened.close()
         if errno == 0 or (errno == pycurl.E_WRITE_ERROR and self.cut):
             self.result = Answer(
                 curl.getinfo(pycurl.RESPONSE_CODE),
@@ -150,6 +197,8 @@ class _Transfer:
                 complete=not self.cut,
                 encoding=_charset(curl.getinfo(pycurl.CONTENT_TYPE)),
             )
+        elif self.refused is not None:
+            self.result = PrivateAddress(f"la dirección {self.refused} no es pública: no se envió nada")
         elif errno == pycurl.E_OPERATION_TIMEDOUT:
             self.result = DeadlineExceeded(f"sin respuesta completa en {self._deadline_s:g} s")
         else:
@@ -183,7 +232,7 @@ class HttpClient:
             raise answer
         return answer
 
-    def request_all(self, calls: Sequence[tuple[str, str, dict | None, dict[str, str] | None]]) -> list[tuple]:
+    def request_all(self, calls: Sequence[Call]) -> list[tuple]:
         """Several requests at once, each ended by its own deadline; one (Answer or exception, seconds) per call.
 
         They run concurrently on one multi handle, so a batch takes about one deadline, not one per

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nexo.db import Conn
+from nexo.formatting import format_order_number
 from nexo.outbox import repository
 from nexo.outbox.dead_letter import lock_pending_of_order, withdraw_pending
 from nexo.outbox.registry import CANCELLATION_OF, route
@@ -24,6 +25,7 @@ ORDER_CONFIRMED_EVENTS = ("order.handoff_requested", "billing.intent_recorded")
 def order_payload(
     *,
     order_id,
+    number: int,
     client_id,
     client_name: str,
     tier: str,
@@ -34,6 +36,7 @@ def order_payload(
     """What the warehouse needs to prepare and the fiscal provider to invoice; lines are (sku, qty, unit cents)."""
     return {
         "order_id": str(order_id),
+        "order_number": format_order_number(number),  # what people say on the phone (ADR-020)
         "client": {"id": str(client_id), "name": client_name, "tier": tier},
         "warehouse_id": warehouse_id,
         "currency": "ARS",

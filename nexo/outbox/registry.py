@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from nexo.db import Conn
+from nexo.outbox import webhooks
 from nexo.settings import Settings
 from nexo.states import BillingStatus
+from nexo.vocabulary import DESTINATION
 
 # A relay batch's (order id, effect) pairs: the invoice number, credit note or ticket each delivered event
 # brought back.
@@ -27,21 +29,24 @@ Effects = list[tuple[UUID, str | None]]
 EffectWriter = Callable[[Conn, Effects], None]
 
 
-def _write(sql: str) -> EffectWriter:
+def _write(sql: str, *values: object) -> EffectWriter:
+    # values: the statement's parameters before the (order id, effect) arrays (the state it writes, say)
     def write(conn: Conn, effects: Effects) -> None:
-        conn.execute(sql, [[order_id for order_id, _ in effects], [effect for _, effect in effects]])
+        conn.execute(sql, [*values, [order_id for order_id, _ in effects], [effect for _, effect in effects]])
 
     return write
 
 
 # The fiscal provider's effects on the order: billed with its invoice number; a credit note cancels it.
 _billed = _write(
-    "UPDATE orders o SET billing_status = 'FACTURADO', invoice_number = v.effect"
-    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+    "UPDATE orders o SET billing_status = %s, invoice_number = v.effect"
+    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+    BillingStatus.FACTURADO,
 )
 _credited = _write(
-    f"UPDATE orders o SET billing_status = '{BillingStatus.ANULADA}', credit_note_number = v.effect"
-    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+    "UPDATE orders o SET billing_status = %s, credit_note_number = v.effect"
+    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+    BillingStatus.ANULADA,
 )
 # The warehouse's effect on the order: the preparation ticket Sergio works from (a cancellation closes
 # it at the warehouse; the order's own state already says ANULADO).
@@ -54,21 +59,31 @@ def _nothing(_conn: Conn, _effects: Effects) -> None:
     return None
 
 
+def _billed_and_announced(conn: Conn, effects: Effects) -> None:
+    # An invoice is news for the integration that posted the order (ADR-022): its notice is written with
+    # the invoice number, in the same transaction.
+    _billed(conn, effects)
+    webhooks.notify_many(conn, [order_id for order_id, _ in effects], "order.invoiced")
+
+
 @dataclass(frozen=True)
 class Destination:
     """One place the outbox delivers to (see the module docstring)."""
 
     name: str  # outbox_event.destination, dead_letter.destination
-    url_setting: str  # the Settings field with its base URL (FISCAL_URL → fiscal_url)
+    url_setting: str | None  # the Settings field with its base URL (FISCAL_URL → fiscal_url); None: per event
     label: str  # for people, in Spanish
+    # One service behind every event (fiscal, warehouse): after a timeout the lane probes with one event.
+    # Webhooks reach many receivers, and one that does not answer says nothing about the others.
+    one_receiver: bool = True
 
     def base_url(self, settings: Settings) -> str | None:
-        """Its configured base URL, or None when the setting is empty."""
-        return getattr(settings, self.url_setting)
+        """Its configured base URL, or None when the setting is empty (or the URL is each event's own)."""
+        return getattr(settings, self.url_setting) if self.url_setting else None
 
     def url_variable(self) -> str:
         """The environment variable that sets its base URL (for messages to an operator)."""
-        return self.url_setting.upper()
+        return (self.url_setting or "").upper()
 
 
 @dataclass(frozen=True)
@@ -78,9 +93,9 @@ class Route:
     event_type: str
     destination: str
     path: str  # events are POSTed here, Idempotency-Key = event id
-    effect_field: str  # the field of a 2xx answer that carries the effect
+    effect_field: str | None  # the field of a 2xx answer that carries the effect; None: any 2xx will do
     record_effects: EffectWriter  # (conn, [(order id, effect)]): writes them on the orders
-    lookup_path: str  # GET: 200 when that key was applied, 404 when not
+    lookup_path: str | None  # GET: 200 when that key was applied, 404 when not; None: cannot be asked
     label: str  # what the destination made of it, for people ("factura", "nota de crédito")
     cancels: str | None = None  # a cancellation: the body field with its original's key (ADR-017)
 
@@ -89,15 +104,17 @@ class Route:
         return base_url.rstrip("/") + self.path
 
     def lookup_url(self, base_url: str, key: str) -> str:
-        """Where to ask whether `key` was applied."""
-        return base_url.rstrip("/") + self.lookup_path.format(key=key)
+        """Where to ask whether `key` was applied (only for a route with a lookup_path)."""
+        return base_url.rstrip("/") + (self.lookup_path or "").format(key=key)
 
 
 DESTINATIONS: dict[str, Destination] = {
     d.name: d
     for d in (
-        Destination(name="fiscal", url_setting="fiscal_url", label="Fiscal (facturación)"),
-        Destination(name="warehouse", url_setting="warehouse_url", label="Depósito (entregas)"),
+        Destination(name="fiscal", url_setting="fiscal_url", label=DESTINATION["fiscal"]),
+        Destination(name="warehouse", url_setting="warehouse_url", label=DESTINATION["warehouse"]),
+        # Each notice goes to its subscription's URL, signed with its secret (ADR-022, webhooks.py).
+        Destination(name=webhooks.DESTINATION, url_setting=None, label=DESTINATION["webhook"], one_receiver=False),
     )
 }
 ROUTES: dict[str, Route] = {
@@ -108,7 +125,7 @@ ROUTES: dict[str, Route] = {
             destination="fiscal",
             path="/invoices",
             effect_field="invoice_number",
-            record_effects=_billed,
+            record_effects=_billed_and_announced,
             lookup_path="/invoices/{key}",
             label="factura",
         ),
@@ -140,6 +157,15 @@ ROUTES: dict[str, Route] = {
             lookup_path="/handoff-cancellations/{key}",
             label="anulación de la preparación",
             cancels="handoff_key",
+        ),
+        Route(
+            event_type=webhooks.NOTICE,
+            destination=webhooks.DESTINATION,
+            path="",  # the subscription's URL, whole
+            effect_field=None,
+            record_effects=_nothing,
+            lookup_path=None,
+            label="aviso",
         ),
     )
 }

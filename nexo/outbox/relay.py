@@ -156,8 +156,9 @@ def _lane(
         if ids is not None:
             taken = {str(e) for e in claimed}
             ids = [i for i in ids if str(i) not in taken]
-        # Grow only while answers come back: after a timeout the next batch is a single probe again.
-        size = 1 if timed_out else min(2 * size, MAX_BATCH)
+        # Grow only while answers come back: after a timeout the next batch is a single probe again — for
+        # a destination that is one service; a webhook receiver that times out says nothing of the others.
+        size = 1 if timed_out and DESTINATIONS[destination].one_receiver else min(2 * size, MAX_BATCH)
     return Delivered(outcomes)
 
 
@@ -191,8 +192,18 @@ def _deliver_batch(
     if not claimed:
         return [], [], False
     # The claim transaction is closed: the HTTP calls below hold no database lock.
+    public_only = not ctx.settings.webhook_private_targets
     outgoing = [
-        destinations.Outgoing(e["event_type"], e["id"], e["payload"], original_withdrawn=e["original_withdrawn"]) for e in claimed
+        destinations.Outgoing(
+            e["event_type"],
+            e["id"],
+            e["payload"],
+            original_withdrawn=e["original_withdrawn"],
+            target_url=e["webhook_url"],
+            secret=e["webhook_secret"],
+            public_only=public_only,
+        )
+        for e in claimed
     ]
     results = destinations.deliver_all(ctx.http, ctx.settings, outgoing)
     return ([e["id"] for e in claimed], record_all(ctx, claimed, results), any(r.error_class == "Timeout" for r in results))

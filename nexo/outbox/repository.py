@@ -11,7 +11,13 @@ from psycopg.types.json import Jsonb
 from nexo.db import Conn
 from nexo.outbox import registry
 from nexo.outbox.storable import storable_text
-from nexo.states import AttemptOutcome
+from nexo.states import AttemptOutcome, EventStatus, sql_constant
+
+# The relay's queue is read through migration 0003's partial index outbox_pendientes_idx (WHERE status =
+# 'PENDIENTE') and the purge of delivered events through 0040's outbox_delivered_idx (WHERE status =
+# 'ENTREGADO'): those predicates keep a constant (nexo.states.sql_constant says why); every other state is bound.
+PENDIENTE = sql_constant(EventStatus.PENDIENTE)
+ENTREGADO = sql_constant(EventStatus.ENTREGADO)
 
 
 def add_events(
@@ -76,9 +82,9 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
     outcome is then fenced out) or the lease expires, and the cancellation waits for that.
     """
     return conn.execute(
-        "UPDATE outbox_event SET status = 'RETIRADO', withdrawn_at = now(), next_attempt_at = now()"
-        " WHERE id = ANY(%s::uuid[]) AND status IN ('PENDIENTE', 'FALLIDO')",
-        [list(event_ids)],
+        "UPDATE outbox_event SET status = %s, withdrawn_at = now(), next_attempt_at = now()"
+        " WHERE id = ANY(%s::uuid[]) AND status = ANY(%s)",
+        [EventStatus.RETIRADO, list(event_ids), [EventStatus.PENDIENTE, EventStatus.FALLIDO]],
     ).rowcount
 
 
@@ -86,18 +92,22 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
 
 # A cancellation waits for its original (ADR-017): delivered, or withdrawn and no longer leased by a
 # worker that may still be sending it. An event that depends on nothing is never held back.
+# A webhook notice waits for the one before it the same way, and also goes on once that one has failed
+# into a dead letter (ADR-022); a cancellation's original is never FALLIDO: the cancel withdrew it.
+# Its states are the named parameters of SETTLED_STATES, which every query using it passes.
 ORIGINAL_SETTLED = """EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
-                            AND (o.status = 'ENTREGADO'
-                                 OR (o.status = 'RETIRADO' AND (o.locked_until IS NULL OR o.locked_until < now()))))"""
+                            AND (o.status = ANY(%(settled)s)
+                                 OR (o.status = %(withdrawn)s AND (o.locked_until IS NULL OR o.locked_until < now()))))"""
+SETTLED_STATES = {"settled": [EventStatus.ENTREGADO, EventStatus.FALLIDO], "withdrawn": EventStatus.RETIRADO}
 
-CLAIM_SQL = """
+CLAIM_SQL = f"""
 WITH claimed AS (
     UPDATE outbox_event
        SET locked_until = now() + make_interval(secs => %(lease_s)s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
      WHERE id IN (SELECT id FROM outbox_event pending
-                   WHERE status = 'PENDIENTE'
+                   WHERE status = {PENDIENTE}
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
@@ -109,11 +119,11 @@ WITH claimed AS (
                    LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED)
     RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id, depends_on,
-              attempts - cycle_started_attempts AS cycle_attempts
+              subscription_id, attempts - cycle_started_attempts AS cycle_attempts
 ), abandoned AS (
     -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
     UPDATE delivery_attempt a
-       SET finished_at = clock_timestamp(), outcome = 'SIN_RESULTADO',
+       SET finished_at = clock_timestamp(), outcome = %(no_outcome)s,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
       FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
@@ -124,10 +134,13 @@ WITH claimed AS (
 )
 SELECT claimed.*, attempt.attempt_id,
        -- a cancellation whose original was withdrawn may find nothing to undo there (ADR-017)
-       coalesce(original.status = 'RETIRADO', false) AS original_withdrawn
+       coalesce(original.status = %(withdrawn)s, false) AS original_withdrawn,
+       -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
+       subscription.url AS webhook_url, subscription.secret AS webhook_secret
   FROM claimed JOIN attempt ON attempt.event_id = claimed.id
   LEFT JOIN outbox_event original ON original.id = claimed.depends_on
-""".replace("{ORIGINAL_SETTLED}", ORIGINAL_SETTLED)
+  LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
+"""
 
 
 def claim_due(
@@ -156,6 +169,8 @@ def claim_due(
             "max_attempts": max_attempts,
             "ids": [str(i) for i in ids] if ids is not None else None,
             "destination": destination,
+            "no_outcome": AttemptOutcome.SIN_RESULTADO,
+            **SETTLED_STATES,
         },
     ).fetchall()
 
@@ -164,12 +179,12 @@ def due_event_ids(conn: Conn, *, limit: int, max_attempts: int, grace_s: float =
     """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
         "SELECT id, request_id FROM outbox_event pending"
-        " WHERE status = 'PENDIENTE' AND next_attempt_at <= now() - make_interval(secs => %s)"
+        f" WHERE status = {PENDIENTE} AND next_attempt_at <= now() - make_interval(secs => %(grace_s)s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
-        "   AND attempts - cycle_started_attempts < %s"
+        "   AND attempts - cycle_started_attempts < %(max_attempts)s"
         f"   AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})"
-        " ORDER BY next_attempt_at LIMIT %s",
-        [grace_s, max_attempts, limit],
+        " ORDER BY next_attempt_at LIMIT %(limit)s",
+        {"grace_s": grace_s, "max_attempts": max_attempts, "limit": limit, **SETTLED_STATES},
     ).fetchall()
 
 
@@ -180,13 +195,13 @@ def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
     or recording it failed. `last_open` says whether that last attempt row is still unfinished.
     """
     return conn.execute(
-        """
+        f"""
         SELECT e.id, e.destination, e.attempts, e.attempts - e.cycle_started_attempts AS cycle_attempts,
                e.last_error,
                (SELECT a.finished_at IS NULL FROM delivery_attempt a
                  WHERE a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
           FROM outbox_event e
-         WHERE e.status = 'PENDIENTE'
+         WHERE e.status = {PENDIENTE}
            AND e.attempts - e.cycle_started_attempts >= %s
            AND (e.locked_until IS NULL OR e.locked_until < now())
          ORDER BY e.next_attempt_at
@@ -200,10 +215,10 @@ def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
 def mark_spent(conn: Conn, event_id: uuid.UUID, *, error: str) -> DictRow | None:
     """FALLIDO for an event locked by lock_spent (the caller opens the dead letter); None if it moved on."""
     return conn.execute(
-        "UPDATE outbox_event SET status = 'FALLIDO', locked_until = NULL, last_error = %s"
-        " WHERE id = %s AND status = 'PENDIENTE'"
+        "UPDATE outbox_event SET status = %s, locked_until = NULL, last_error = %s"
+        " WHERE id = %s AND status = %s"
         " RETURNING id, aggregate_id, destination, attempts",
-        [storable_text(error), event_id],
+        [EventStatus.FALLIDO, storable_text(error), event_id, EventStatus.PENDIENTE],
     ).fetchone()
 
 
@@ -217,17 +232,19 @@ def close_open_attempts(conn: Conn, event_id: uuid.UUID, *, outcome: AttemptOutc
     ).rowcount
 
 
+# An outcome other than REINTENTO is also the event's new status (the two enums share those spellings).
 RECORD_SQL = """
 UPDATE outbox_event e
-   SET status = CASE o.outcome WHEN 'REINTENTO' THEN 'PENDIENTE' ELSE o.outcome END,
-       delivered_at = CASE WHEN o.outcome = 'ENTREGADO' THEN now() ELSE e.delivered_at END,
-       withdrawn_at = CASE WHEN o.outcome = 'RETIRADO' THEN now() ELSE e.withdrawn_at END,
-       next_attempt_at = CASE WHEN o.outcome = 'REINTENTO' THEN now() + make_interval(secs => o.delay_s)
+   SET status = CASE o.outcome WHEN %(retry)s THEN %(pending)s ELSE o.outcome END,
+       delivered_at = CASE WHEN o.outcome = %(delivered)s THEN now() ELSE e.delivered_at END,
+       withdrawn_at = CASE WHEN o.outcome = %(withdrawn)s THEN now() ELSE e.withdrawn_at END,
+       next_attempt_at = CASE WHEN o.outcome = %(retry)s THEN now() + make_interval(secs => o.delay_s)
                               ELSE e.next_attempt_at END,
        locked_until = NULL,
        last_error = o.error
-  FROM unnest(%s::uuid[], %s::uuid[], %s::text[], %s::float8[], %s::text[]) AS o(id, claim_token, outcome, delay_s, error)
- WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = 'PENDIENTE'
+  FROM unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(outcomes)s::text[], %(delays)s::float8[], %(errors)s::text[])
+       AS o(id, claim_token, outcome, delay_s, error)
+ WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = %(pending)s
 RETURNING e.id
 """
 
@@ -250,7 +267,20 @@ def record_outcomes(conn: Conn, outcomes: list[tuple[uuid.UUID, uuid.UUID, Attem
     # expired, one that took them over) then never wait on each other in a cycle, whatever order
     # their batches came in and whatever plan the UPDATE below gets.
     conn.execute("SELECT id FROM outbox_event WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE", [ids])
-    rows = conn.execute(RECORD_SQL, [ids, tokens, kinds, delays, errors]).fetchall()
+    rows = conn.execute(
+        RECORD_SQL,
+        {
+            "ids": ids,
+            "tokens": tokens,
+            "outcomes": kinds,
+            "delays": delays,
+            "errors": errors,
+            "retry": AttemptOutcome.REINTENTO,
+            "pending": EventStatus.PENDIENTE,
+            "delivered": AttemptOutcome.ENTREGADO,
+            "withdrawn": AttemptOutcome.RETIRADO,
+        },
+    ).fetchall()
     return {row["id"] for row in rows}
 
 
@@ -262,8 +292,8 @@ def release_withdrawn(conn: Conn, claims: list[tuple[uuid.UUID, uuid.UUID]]) -> 
     ids, tokens = (list(column) for column in zip(*claims, strict=True))
     return conn.execute(
         "UPDATE outbox_event e SET locked_until = NULL FROM unnest(%s::uuid[], %s::uuid[]) AS c(id, claim_token)"
-        " WHERE e.id = c.id AND e.claim_token = c.claim_token AND e.status = 'RETIRADO'",
-        [ids, tokens],
+        " WHERE e.id = c.id AND e.claim_token = c.claim_token AND e.status = %s",
+        [ids, tokens, EventStatus.RETIRADO],
     ).rowcount
 
 
@@ -300,11 +330,11 @@ def requeue_events(conn: Conn, *, event_ids: list[uuid.UUID], destination: str) 
     return conn.execute(
         """
         UPDATE outbox_event
-           SET status = 'PENDIENTE', next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
+           SET status = %s, next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
                cycle_started_attempts = attempts
-         WHERE id = ANY(%s) AND destination = %s AND status = 'FALLIDO'
+         WHERE id = ANY(%s) AND destination = %s AND status = %s
         """,
-        [list(event_ids), destination],
+        [EventStatus.PENDIENTE, list(event_ids), destination, EventStatus.FALLIDO],
     ).rowcount
 
 
@@ -327,11 +357,11 @@ def purge_delivered_events(conn: Conn, *, destination: str, older_than_days: int
     """
     check_retention_days(older_than_days)
     rows = conn.execute(
-        """
+        f"""
         DELETE FROM outbox_event
          WHERE id IN (SELECT e.id FROM outbox_event e
                        WHERE e.destination = %(destination)s
-                         AND e.status = 'ENTREGADO'
+                         AND e.status = {ENTREGADO}
                          AND e.delivered_at < now() - make_interval(days => %(days)s)
                          AND NOT EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id)
                        ORDER BY e.delivered_at

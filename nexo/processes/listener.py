@@ -37,6 +37,10 @@ PURGE_EVERY = 500
 HEARTBEAT_EVERY_S = 30.0
 
 
+class SupervisorShuttingDown(Exception):
+    """supervisord refuses the call: it is stopping its programs (its SHUTDOWN_STATE fault), this listener too."""
+
+
 class ProcessEventRecorder:
     """Records supervisord's process-state events for one host; revives FATAL programs after a cool-down.
 
@@ -60,6 +64,7 @@ class ProcessEventRecorder:
         self._handled = 0
         self._fatal_seen: dict[str, float] = {}  # a program that never ran has no stop time: when we saw it
         self._last_heartbeat = float("-inf")
+        self._shutting_down = False
 
     def handle(self, event_name: str, payload: dict[str, str]) -> str | None:
         """Record one event (payload: supervisord's key:value tokens); return the kind recorded, if any."""
@@ -100,8 +105,13 @@ class ProcessEventRecorder:
 
     def revive_fatal(self) -> list[str]:
         """Start every program FATAL for at least the cool-down; return the names started."""
-        revived = []
-        for info in self.all_processes():
+        revived: list[str] = []
+        try:
+            processes = self.all_processes()
+        except SupervisorShuttingDown:
+            self._note_shutdown()
+            return revived
+        for info in processes:
             program, group = info["name"], info.get("group", "")
             name = f"{group}:{program}" if group and group != program else program
             if info.get("statename") != "FATAL":
@@ -113,7 +123,10 @@ class ProcessEventRecorder:
                 continue
             try:
                 self.start_process(name)
-            except Exception as exc:  # already started by an operator, supervisord shutting down, …
+            except SupervisorShuttingDown:
+                self._note_shutdown()
+                return revived
+            except Exception as exc:  # already started by an operator, …
                 log.warning("program %s: could not start it again after FATAL (next tick tries again): %s", program, exc)
                 continue
             revived.append(name)
@@ -123,6 +136,13 @@ class ProcessEventRecorder:
             except Exception:
                 log.exception("program %s: could not record its revival", program)
         return revived
+
+    def _note_shutdown(self) -> None:
+        # A clean stop of `make run` (ADR-013): supervisord still sends ticks while it stops the programs,
+        # and refuses every call meanwhile. Nothing is wrong and nothing is to be revived: say so once.
+        if not self._shutting_down:
+            log.info("supervisord is shutting down: no program is started again")
+        self._shutting_down = True
 
 
 def _detail(kind: str, payload: dict[str, str]) -> str:

@@ -2,7 +2,8 @@
 
 Every writer takes stock rows in the lock order of nexo/stock/lock_order.py (SKU bytes, never the
 database's collation), so order entry and the credit decisions never wait on each other in a cycle.
-A reservation row holds `quantity` units of stock_level.reserved while `released_at` is NULL.
+A reservation row holds `quantity - dispatched` units of stock_level.reserved while `released_at` is NULL
+(a dispatch counts what left in `dispatched`; the row is released once all of it left).
 """
 
 from __future__ import annotations
@@ -79,35 +80,26 @@ def make_firm(conn: Conn, order_id: UUID) -> int:
     ).rowcount
 
 
-def give_back(conn: Conn, product_id: UUID, warehouse_id: str, quantity: int) -> None:
-    """Return reserved units to the available stock of one product in one warehouse."""
-    conn.execute(
-        "UPDATE stock_level SET reserved = reserved - %s WHERE product_id = %s AND warehouse_id = %s",
-        [quantity, product_id, warehouse_id],
-    )
-
-
-def mark_soft_released(conn: Conn, order_id: UUID) -> int:
-    """Stamp the order's held soft reservations as released (CU-02 rejection); return how many."""
-    return conn.execute(
-        "UPDATE stock_reservation SET released_at = now() WHERE order_id = %s AND kind = %s AND released_at IS NULL",
-        [order_id, ReservationKind.BLANDA],
-    ).rowcount
-
-
 def release_all(conn: Conn, order_id: UUID) -> list[DictRow]:
-    """Give back every unit the order still holds, soft or firm (a cancel, guarantee 19); return what was released.
+    """Give back every unit the order still holds, soft or firm (a cancel, guarantee 19); return what was released."""
+    return _release(conn, order_id, list(ReservationKind))
 
-    One statement: the order's live reservations and their stock rows are locked in the SKU lock order
-    (ADR-002), `reserved` goes down by exactly what each reservation holds (`quantity - dispatched`),
-    and each reservation is stamped released.
-    """
+
+def release_soft(conn: Conn, order_id: UUID) -> list[DictRow]:
+    """Give back what the order's soft reservations hold (CU-02 rejection); return what was released."""
+    return _release(conn, order_id, [ReservationKind.BLANDA])
+
+
+def _release(conn: Conn, order_id: UUID, kinds: list[ReservationKind]) -> list[DictRow]:
+    """One statement: the order's live reservations of these kinds and their stock rows are locked in the SKU
+    lock order (ADR-002), `reserved` goes down by exactly what each reservation holds (`quantity -
+    dispatched`), and each reservation is stamped released; (sku, quantity) of each, in that order."""
     return conn.execute(
         f"""
         WITH held AS MATERIALIZED (
                  SELECT r.product_id, r.warehouse_id, p.sku, r.quantity - r.dispatched AS held
                    FROM stock_reservation r JOIN product p ON p.id = r.product_id
-                  WHERE r.order_id = %(order)s AND r.released_at IS NULL
+                  WHERE r.order_id = %(order)s AND r.released_at IS NULL AND r.kind = ANY(%(kinds)s)
                   ORDER BY p.sku {SQL_COLLATE}
                     FOR UPDATE OF r),
              locked AS MATERIALIZED (
@@ -125,7 +117,7 @@ def release_all(conn: Conn, order_id: UUID) -> list[DictRow]:
                   WHERE r.order_id = %(order)s AND r.product_id = h.product_id AND r.warehouse_id = h.warehouse_id)
         SELECT sku, held AS quantity FROM held ORDER BY sku {SQL_COLLATE}
         """,
-        {"order": order_id},
+        {"order": order_id, "kinds": kinds},
     ).fetchall()
 
 

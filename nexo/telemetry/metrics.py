@@ -89,6 +89,11 @@ LOGIN_FAILURES = Counter(
 LOGIN_LOCKOUTS = Counter(
     "nexo_login_lockouts", "Usernames that spent their wrong-password allowance (LOGIN_RATE_LIMIT_USERNAME).", registry=REGISTRY
 )
+LOGIN_LOCKED_REFUSALS = Counter(
+    "nexo_login_locked_refusals",
+    "Login attempts answered 429 because their username had spent its allowance (LOGIN_RATE_LIMIT_USERNAME).",
+    registry=REGISTRY,
+)
 
 
 def count_login_failure() -> None:
@@ -105,3 +110,11 @@ def count_login_lockout() -> None:
         LOGIN_LOCKOUTS.inc()
     except Exception:  # a metric must never fail a login
         log.warning("count_login_lockout failed", exc_info=True)
+
+
+def count_login_locked_refusal() -> None:
+    """An attempt on a locked-out username was answered 429 without checking its password: someone keeps trying."""
+    try:
+        LOGIN_LOCKED_REFUSALS.inc()
+    except Exception:  # a metric must never fail a login
+        log.warning("count_login_locked_refusal failed", exc_info=True)

@@ -24,6 +24,10 @@ Fixtures
     Contexts closed at teardown.
 ``shots`` (per test) → ``Screenshots``
     ``shots.take(page, step)`` saves ``test-artifacts/browser/<test>-<step>.png`` (full page).
+``axe_core`` (session) → str
+    The source of axe-core's axe.min.js, the version scripts/ensure_axe.sh pins (the fixture runs it: it installs
+    once into a cache outside the repository). When it cannot be had the test FAILS with the script's reason as
+    root or in CI (``make test`` there is the accessibility gate) and skips with it elsewhere.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -94,6 +99,18 @@ def browser_without_bfcache(chromium_type):
     chromium = chromium_type.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
     yield chromium
     chromium.close()
+
+
+@pytest.fixture(scope="session")
+def axe_core() -> str:
+    """axe.min.js's source, found (and installed if need be) by scripts/ensure_axe.sh; see the module docstring."""
+    found = subprocess.run(["bash", str(ROOT / "scripts" / "ensure_axe.sh")], capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        reason = found.stderr.strip().splitlines()[-1] if found.stderr.strip() else "scripts/ensure_axe.sh failed"
+        if os.geteuid() == 0 or os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return Path(found.stdout.strip().splitlines()[-1]).read_text()
 
 
 class WebServer:

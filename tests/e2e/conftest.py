@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.browser_fixtures import (  # noqa: F401
+    axe_core,
     browser,
     browser_web,
     browser_without_bfcache,

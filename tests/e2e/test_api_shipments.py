@@ -114,6 +114,7 @@ def test_orders_not_confirmed_are_409_order_not_dispatchable_and_unknown_ones_40
         ([{"sku": "COR-200", "quantity": True}], "lines[0].quantity"),
         ([{"sku": "COR\x00200", "quantity": 1}], "lines[0].sku"),
         ([], "lines"),
+        # Well formed, but not what this order can ship: still malformed input, 400 (CONTRACT.md).
         ([{"sku": "TOR-010", "quantity": 1}], "lines"),  # a SKU not in the order
         ([{"sku": "COR-200", "quantity": 1}, {"sku": "cor-200 ", "quantity": 1}], "lines"),  # a SKU twice
     ],

@@ -8,12 +8,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyotp
+import pytest
 import requests
 
 from nexo.auth import service
 from tests.e2e.account_support import login, post_form
 from tests.e2e.test_second_factor import enrol
-from tests.helpers import DEMO_PASSWORD, csrf_token
+from tests.helpers import DEMO_PASSWORD, csrf_token, running_gunicorn
 
 BROWSER = {"User-Agent": "NexoTest/1.0 (counter PC)"}
 
@@ -58,6 +59,34 @@ def test_logins_failures_lockouts_logouts_and_changes_leave_trail_rows(app, db):
     assert {r["actor"] for r in rows if r["action"] == "auth.login_failed"} == {"laura"}
 
 
+def _login_through(base: str, username: str, password: str, headers: dict) -> int:
+    session = requests.Session()
+    token = csrf_token(session.get(base + "/login", headers=headers, timeout=10).text)
+    data = {"username": username, "password": password, "csrf_token": token}
+    return session.post(base + "/login", data=data, headers=headers, allow_redirects=False, timeout=10).status_code
+
+
+@pytest.mark.parametrize(
+    ("trusted_proxies", "recorded"),
+    [("1", "203.0.113.7"), ("0", "127.0.0.1")],
+    ids=["behind-one-trusted-proxy", "no-proxy-trusted"],
+)
+def test_the_trail_records_the_forwarded_client_only_behind_a_trusted_proxy(db, trusted_proxies, recorded):
+    # What one proxy in front sends on: whatever the client claimed first, then the address it saw. Trusting
+    # one hop (ProxyFix) takes the proxy's word only; with none trusted the header is anyone's, and the
+    # trail keeps the socket's peer (gunicorn's, here 127.0.0.1).
+    forwarded = {**BROWSER, "X-Forwarded-For": "198.51.100.1, 203.0.113.7"}
+    with running_gunicorn({"TRUSTED_PROXIES": trusted_proxies, "WEB_WORKERS": "1", "WEB_THREADS": "2"}) as base:
+        assert _login_through(base, "laura", "wrong-password", forwarded) == 401
+        assert _login_through(base, "laura", DEMO_PASSWORD, forwarded) == 302
+    rows = [r for r in trail(db) if r["action"] in ("auth.login_failed", "auth.login")]
+    assert [r["action"] for r in rows] == ["auth.login_failed", "auth.login"]
+    assert [r["details"]["client_addr"] for r in rows] == [recorded, recorded]
+    with db.reading() as conn:
+        sessions = conn.execute("SELECT client_addr FROM user_session").fetchall()
+    assert [r["client_addr"] for r in sessions] == [recorded]
+
+
 def test_the_owner_reads_the_trail_with_filters(app):
     login(app.test_client(), "laura", "wrong-password", headers=BROWSER)
     login(app.test_client(), "sergio", headers=BROWSER)
@@ -77,13 +106,21 @@ def _counter(text: str, name: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
-def test_metrics_count_failures_and_lockouts(client, app):
+def test_metrics_count_failures_lockouts_and_the_attempts_refused_after_a_lockout(client, app):
     before = client.get("/metrics").get_data(as_text=True)
     for _ in range(5):
         login(app.test_client(), "vendedor2", "wrong-password")
+    # Locked out: these are answered 429 before any check, right password or not.
+    assert login(app.test_client(), "vendedor2", "wrong-password").status_code == 429
+    assert login(app.test_client(), "vendedor2").status_code == 429
     after = client.get("/metrics").get_data(as_text=True)
-    assert _counter(after, "nexo_login_failures_total") - _counter(before, "nexo_login_failures_total") == 5
-    assert _counter(after, "nexo_login_lockouts_total") - _counter(before, "nexo_login_lockouts_total") == 1
+
+    def grew(name: str) -> float:
+        return _counter(after, name) - _counter(before, name)
+
+    assert grew("nexo_login_failures_total") == 5  # the refused ones never reached the check
+    assert grew("nexo_login_lockouts_total") == 1
+    assert grew("nexo_login_locked_refusals_total") == 2
 
 
 def test_twenty_parallel_wrong_passwords_reach_the_check_at_most_five_times(live_server, db):

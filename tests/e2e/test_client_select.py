@@ -47,7 +47,7 @@ def test_every_change_to_the_client_list_shows_on_the_next_form(client, auth, db
     assert "Aberturas Renovadas" in names and "Aberturas Nuevas" not in names
 
     _sql(db, "UPDATE client SET tier = 'PLATINO' WHERE name = 'Aberturas Renovadas'")
-    assert "Aberturas Renovadas · PLATINO" in _form(client)
+    assert "Aberturas Renovadas · Platino" in _form(client)
 
     _sql(db, "DELETE FROM client WHERE name = 'Aberturas Renovadas'")
     assert _client_names(_form(client)) == before

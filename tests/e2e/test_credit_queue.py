@@ -260,7 +260,11 @@ def test_the_decided_tab_shows_who_decided_what_when_and_why(client, auth):
     rows = dict(re.findall(r'<tr data-order-id="([0-9a-f-]{36})" data-decision="(\w+)"', html))
     assert rows == {approved: "CONFIRMADO", rejected: "RECHAZADO"}
     assert re.findall(r'data-decided-by="(\w+)"', html) == ["laura", "laura"]
-    assert "Cliente histórico" in html and "Sin garantía" in html and "$ 990.000,00 / $ 1.000.000,00" in html
+    assert (
+        "Cliente histórico" in html
+        and "Sin garantía" in html
+        and '$ 990.000,00</span> / <span class="amount">$ 1.000.000,00' in html
+    )
 
 
 # --- Real concurrency: two officers, one order, gunicorn answering both at once -------------------------

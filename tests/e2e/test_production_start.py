@@ -5,16 +5,22 @@ never reaches production; `make run` writes nothing others can read and its serv
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
+import uuid
+from urllib.parse import urlparse
 
 import psycopg
 import pytest
 import redis
+import requests
 
+from tests.e2e.production_support import METRICS_TOKEN, SECRET_KEY, redis_with_password
 from tests.helpers import ROOT
-from tests.stack_run import RunningStack
+from tests.stack_run import RunningStack, wait_for
 
 pytestmark = pytest.mark.no_db
 
@@ -127,3 +133,60 @@ def test_the_demo_keeps_a_random_secret_key_and_its_logins(demo_stack):
     key = demo_stack.secret("secret_key")
     assert len(key) >= 32 and "not-secret" not in key
     assert "demo logins (password 'nexo-demo')" in demo_stack.text()
+
+
+@pytest.fixture
+def empty_database(settings):
+    """A database with nothing in it, on the test run's server; dropped afterwards."""
+    name = f"nexo_empty_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlparse(settings.database_url)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(settings.database_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_production_make_run_on_an_empty_database_loads_no_demo_and_says_how_to_create_the_first_user(empty_database):
+    demo_password = "a-demo-password-that-must-not-show"
+    with redis_with_password() as redis_url:
+        running = RunningStack(
+            {
+                "NEXO_ENV": "production",
+                "SECRET_KEY": SECRET_KEY,
+                "DATABASE_URL": empty_database,
+                "REDIS_URL": redis_url,
+                "METRICS_TOKEN": METRICS_TOKEN,
+                "NEXO_DEMO_PASSWORD": demo_password,
+                "RELAY_WORKERS": "1",
+                "WEB_WORKERS": "1",
+            }
+        )
+        try:
+
+            def printed_url():
+                assert running.proc.poll() is None, running.text()[-3000:]
+                return re.search(r"Nexo: (http://\S+)", running.text())
+
+            url = wait_for(printed_url, 120, "make run printed its URL").group(1)
+            wait_for(lambda: _status(url + "/health") == 200, 60, "/health 200 after start")
+            with psycopg.connect(empty_database) as conn:
+                users = [r[0] for r in conn.execute("SELECT username FROM app_user").fetchall()]
+                products = conn.execute("SELECT count(*) FROM product").fetchone()[0]
+            banner = running.text()
+        finally:
+            running.close()
+            shutil.rmtree(running.data_dir, ignore_errors=True)
+    assert users == [] and products == 0  # the migrations ran (the tables exist), the demo never loaded
+    assert "demo logins" not in banner and demo_password not in banner and "nexo-demo" not in banner
+    printed = banner.split("Nexo: ", 1)[1].split("Ctrl-C stops everything", 1)[0]
+    assert not {"marta", "laura", "vendedor1"} & set(re.findall(r"\w+", printed)), printed
+    assert "flask --app app users create USERNAME --name NAME --role dueno" in banner
+
+
+def _status(url: str) -> int:
+    try:
+        return requests.get(url, timeout=3).status_code
+    except requests.RequestException:
+        return 0

@@ -51,10 +51,12 @@ def test_confirmed_order_is_billed_and_handed_off_once_with_the_request_id_in_th
     assert page.count('data-event-status="ENTREGADO"') == 2
 
     def logged_with_request_id():
-        lines = [json.loads(line) for line in relay.log(worker).splitlines() if line.startswith("{")]
+        lines = [json.loads(line) for line in relay.log(worker).splitlines() if line.startswith("{") and line.endswith("}")]
         return [entry for entry in lines if entry.get("logger") == "nexo.outbox.relay" and entry["request_id"] == request_id]
 
-    assert len(wait_until(logged_with_request_id, timeout=10)) == 2
+    # Each outcome is logged after its commit: wait for both lines (one alone is truthy too).
+    wait_until(lambda: len(logged_with_request_id()) >= 2, timeout=10, message="both deliveries logged")
+    assert len(logged_with_request_id()) == 2
 
 
 @pytest.mark.parametrize("process", ["jobs.worker", "jobs.sweeper"])

@@ -20,8 +20,10 @@ def enrol(client) -> tuple[str, list[str]]:
     done = post_form(client, "/account/mfa", "/account/mfa", {"code": pyotp.TOTP(secret).at(time.time() - 30)})
     assert done.status_code == 303
     overview = client.get(done.headers["Location"]).get_data(as_text=True)
-    codes = re.findall(r"data-recovery-code>([0-9a-f-]+)<", overview)
+    codes = re.findall(r"data-recovery-code>([^<]+)<", overview)
     assert len(codes) == 10 and 'data-mfa-enrolled="true"' in overview
+    # 80 random bits each (ADR-018): 16 base32 letters, and no two alike.
+    assert all(re.fullmatch(r"[a-z2-7]{4}(-[a-z2-7]{4}){3}", c) for c in codes) and len(set(codes)) == 10, codes
     assert "data-recovery-code" not in client.get("/account").get_data(as_text=True)  # shown once
     return secret, codes
 
@@ -57,6 +59,9 @@ def test_a_code_is_good_once_and_a_recovery_code_too(app):
     third = app.test_client()
     login(third, "marta")
     assert second_factor(third, codes[0]).status_code == 401  # a recovery code works once
+    fourth = app.test_client()
+    login(fourth, "marta")
+    assert second_factor(fourth, codes[1].upper().replace("-", "")).status_code == 302  # in capitals, no dashes
 
 
 def test_with_mfa_required_money_and_data_people_must_enrol_before_anything_else(db):

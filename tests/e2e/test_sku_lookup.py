@@ -34,6 +34,27 @@ def test_lookup_finds_skus_and_names_by_prefix_with_price_and_availability(clien
     assert "sin precio" in client.get("/orders/skus?q=PRC").get_data(as_text=True)
 
 
+def _found(client, text: str) -> list[str]:
+    return CATALOG_ROW.findall(client.get("/orders/skus", query_string={"q": text}).get_data(as_text=True))
+
+
+def test_lookup_finds_a_product_by_any_word_of_its_sku_or_name_in_any_order(client, auth):
+    auth.login("vendedor1")
+    # COR-200 is "Cortadora de cerámica 200": a word inside the SKU, the name's words, both mixed.
+    assert _found(client, "200") == ["COR-200"]
+    assert _found(client, "cortadora 200") == ["COR-200"]
+    assert _found(client, "200 CORTADORA") == ["COR-200"]
+    assert _found(client, "cor-118 cerámica") == ["COR-118"]
+    assert _found(client, "118 cor") == ["COR-118"]
+    # Accents and case aside, and a word in the middle of the name.
+    assert _found(client, "ceramica") == ["COR-118", "COR-200"]
+    assert _found(client, "UNIPOLAR rollo") == ["CAB-045"]
+    # Every word must be there: one that is not finds nothing.
+    assert _found(client, "cortadora 999") == []
+    assert _found(client, "taladro") == []
+    assert _found(client, "cable cortadora") == []
+
+
 def test_lookup_is_paginated_without_javascript(client, auth, db):
     _add_products(db, 45)
     auth.login("vendedor1")

@@ -5,10 +5,15 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from nexo import leases
-from nexo.maintenance import LEASE, MaintenanceRunner
+from nexo.maintenance import BACKUP_FIRST_ROUND_AFTER_S, BACKUP_ROUND_EVERY_S, LEASE, MaintenanceRunner
 from nexo.ops import exposition
 from nexo.processes import repository as processes
+
+
+def _holder_of(conn, name: str) -> str | None:
+    """Who holds the lease now (None when nobody does, or it expired)."""
+    row = conn.execute("SELECT holder FROM leader_lease WHERE name = %s AND expires_at >= now()", [name]).fetchone()
+    return None if row is None else row["holder"]
 
 
 def _runner(db, settings, host: str, **kwargs) -> MaintenanceRunner:
@@ -46,7 +51,7 @@ def test_a_leader_gone_silent_is_replaced_once_its_lease_expires(db, settings):
     assert second.tick()
     assert not first.tick()  # back from the dead, it finds the lease taken and stands by
     with db.reading() as conn:
-        assert leases.holder_of(conn, LEASE) == second.holder
+        assert _holder_of(conn, LEASE) == second.holder
 
 
 def test_a_clean_stop_hands_the_lease_over_at_once(db, settings):
@@ -116,3 +121,19 @@ def test_a_worker_host_exports_its_own_relay_counters(db, fakes, relay, tmp_path
 
     # Both destinations' attempts, counted by whichever of the three processes recorded them, on one port.
     wait_until(exported, timeout=60, message="the host's relay counters on RELAY_METRICS_PORT")
+
+
+def test_the_backup_round_waits_for_the_start_to_be_over_then_runs_hourly(db, settings, monkeypatch):
+    now = [1000.0]
+    runner = _runner(db, settings, "backup-host", clock=lambda: now[0])
+    rounds: list[float] = []
+    monkeypatch.setattr(runner, "start_backup_round", lambda: rounds.append(now[0]))
+    assert runner.tick() and rounds == []  # just took the lease: the start is busy enough
+    now[0] += BACKUP_FIRST_ROUND_AFTER_S
+    runner.tick()
+    now[0] += 60
+    runner.tick()
+    now[0] += BACKUP_ROUND_EVERY_S
+    runner.tick()
+    assert rounds == [1000.0 + BACKUP_FIRST_ROUND_AFTER_S, 1000.0 + BACKUP_FIRST_ROUND_AFTER_S + 60 + BACKUP_ROUND_EVERY_S]
+    runner.release()

@@ -107,3 +107,15 @@ def test_a_runner_waiting_for_a_file_does_not_hold_up_the_other_ones_concurrent_
         t.join(timeout=30)
     assert not any(t.is_alive() for t in threads), "the runners wait for each other"
     assert sorted(v for r in results for v in r) == ["0002_index"]
+
+
+def test_code_older_than_its_database_refuses_naming_both_versions(fresh_database, tmp_path):
+    older, newer = tmp_path / "older", tmp_path / "newer"
+    for directory in (older, newer):
+        directory.mkdir()
+        (directory / "0001_table.sql").write_text("CREATE TABLE t (x int);")
+    (newer / "0002_column.sql").write_text("ALTER TABLE t ADD COLUMN y int;")
+    migrations.upgrade(fresh_database, newer)
+    with pytest.raises(migrations.NewerSchema, match="schema 0002_column, newer than this code's 0001_table"):
+        migrations.upgrade(fresh_database, older)
+    assert _query(fresh_database, "SELECT version FROM schema_migrations ORDER BY 1") == [("0001_table",), ("0002_column",)]

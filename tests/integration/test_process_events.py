@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import xmlrpc.client
+
+import pytest
+from supervisor.xmlrpc import Faults
+
+from jobs import process_events
 from nexo.processes import repository
 from nexo.processes.listener import ProcessEventRecorder
 
@@ -100,3 +107,58 @@ def test_purge_keeps_each_programs_latest_event(db):
         tx.commit()
     rows = programs(db)
     assert rows["old"]["state"] == "RUNNING" and rows["gone"]["state"] == "RUNNING"
+
+
+class ShuttingDownSupervisor:
+    """supervisord's RPC interface while it stops its programs: every call is refused with its SHUTDOWN_STATE fault."""
+
+    def __init__(self):
+        self.supervisor = self
+        self.calls = 0
+
+    def _refuse(self, *args):
+        self.calls += 1
+        raise xmlrpc.client.Fault(Faults.SHUTDOWN_STATE, "SHUTDOWN_STATE")
+
+    getAllProcessInfo = startProcess = _refuse
+
+
+def test_ticks_while_supervisord_shuts_down_are_quiet_and_record_nothing(db, monkeypatch, caplog):
+    # A clean stop of `make run`: supervisord still ticks while it stops the programs and refuses every
+    # call; the listener says so once, at INFO, and acknowledges the events (no ERROR, no traceback).
+    supervisor = ShuttingDownSupervisor()
+    monkeypatch.setattr(process_events.childutils, "getRPCInterface", lambda environ: supervisor)
+    recorder = ProcessEventRecorder(db, "host-d", process_events.start_process, process_events.all_processes)
+    caplog.set_level(logging.INFO)
+    assert recorder.revive_fatal() == []
+    assert recorder.handle("TICK_5", {"when": "1000"}) is None
+    assert recorder.handle("TICK_5", {"when": "1005"}) is None
+    assert supervisor.calls == 3
+    assert [r.levelname for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [r.getMessage() for r in caplog.records if "shutting down" in r.getMessage()] == [
+        "supervisord is shutting down: no program is started again"
+    ]
+    assert programs(db) == {}
+
+
+def test_a_start_refused_by_a_supervisord_shutting_down_is_not_a_warning(db, monkeypatch, caplog):
+    processes = [info("fiscal", "FATAL", stop=900)]
+    monkeypatch.setattr(process_events.childutils, "getRPCInterface", lambda environ: ShuttingDownSupervisor())
+    recorder = ProcessEventRecorder(db, "host-e", process_events.start_process, all_processes=lambda: processes)
+    caplog.set_level(logging.INFO)
+    assert recorder.revive_fatal() == []
+    assert [r.levelname for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert programs(db) == {}
+
+
+def test_any_other_supervisord_fault_still_fails_the_call(monkeypatch):
+    class Refusing:
+        def __init__(self):
+            self.supervisor = self
+
+        def getAllProcessInfo(self):
+            raise xmlrpc.client.Fault(Faults.FAILED, "FAILED")
+
+    monkeypatch.setattr(process_events.childutils, "getRPCInterface", lambda environ: Refusing())
+    with pytest.raises(xmlrpc.client.Fault):
+        process_events.all_processes()

@@ -18,12 +18,14 @@ import pytest
 
 from bench import grow
 from nexo.api import keys
+from nexo.books import check_books
 from tests.helpers import csrf_token
 
 pytestmark = pytest.mark.slow
 
 BIG = 10_000  # a big table: more than 10,000 rows
-VOLUME = grow.Volume(orders=10_500, dead_letters=10_500, clients=2_000, skus=10_500)
+# 50,000 SKUs, the growth bench's catalog: the SKU lookup by words must read its trigram index there too.
+VOLUME = grow.Volume(orders=10_500, dead_letters=10_500, clients=2_000, skus=50_000)
 EXPLAINABLE = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
 
 
@@ -119,8 +121,8 @@ def _exercise(app, db, recorder):
     client = _login(app, "vendedor1")
     page = _visit(client, recorder, "GET /orders/new", "GET", "/orders/new").get_data(as_text=True)
     token = csrf_token(page)
-    _visit(client, recorder, "GET /orders/skus (SKU)", "GET", "/orders/skus?q=GRW-0001&page=2")
-    _visit(client, recorder, "GET /orders/skus (name)", "GET", "/orders/skus?q=cab")
+    _exercise_sku_lookup(client, recorder)
+    _visit(client, recorder, "GET /orders?numero= (ADR-020)", "GET", "/orders?numero=P-000777", ok=(303, 404))
     entered = _visit(
         client,
         recorder,
@@ -146,12 +148,7 @@ def _exercise(app, db, recorder):
     # The Orders API (ADR-015). GET /api/v1/catalog unpaged is left out: CONTRACT.md has it list every
     # product; its pages are in.
     key, api = keys.create_key(db, name="plans", username="vendedor1", actor="test"), app.test_client()
-    cursor = _api(api, recorder, "GET /api/v1/catalog?limit", "GET", "/api/v1/catalog?limit=50", key).get_json()["next_cursor"]
-    _api(api, recorder, "GET /api/v1/catalog next page", "GET", f"/api/v1/catalog?limit=50&cursor={cursor}", key)
-    cursor = _api(api, recorder, "GET /api/v1/catalog?q", "GET", "/api/v1/catalog?q=GRW-0002&limit=20", key).get_json()[
-        "next_cursor"
-    ]
-    _api(api, recorder, "GET /api/v1/catalog?q next page", "GET", f"/api/v1/catalog?q=GRW-0002&limit=20&cursor={cursor}", key)
+    _exercise_catalog(api, recorder, key)
     placed = [
         _api(
             api,
@@ -181,6 +178,7 @@ def _exercise(app, db, recorder):
         client, recorder, "POST approve", "POST", f"/credit/queue/{pending}/approve", {"csrf_token": csrf_token(page), "note": ""}
     )
     _exercise_account_and_warehouse(app, recorder, grown_client, to_dispatch)
+    _exercise_finding(app, recorder, grown_client, seller)
     client = _login(app, "marta")
     _visit(client, recorder, "GET /ops", "GET", "/ops")
     for label, query in (
@@ -197,6 +195,52 @@ def _exercise(app, db, recorder):
     _visit(client, recorder, "GET /metrics", "GET", "/metrics")
 
 
+def _exercise_sku_lookup(client, recorder) -> None:
+    """The order form's SKU lookup: by a prefix, as it began, and by any words of the SKU and the name."""
+    _visit(client, recorder, "GET /orders/skus (SKU)", "GET", "/orders/skus?q=GRW-0001&page=2")
+    _visit(client, recorder, "GET /orders/skus (name)", "GET", "/orders/skus?q=cab")
+    # By any words of the SKU and the name, in any order (migration 0630's trigram index).
+    _visit(client, recorder, "GET /orders/skus (words)", "GET", "/orders/skus?q=modelo+4711")
+    _visit(client, recorder, "GET /orders/skus (SKU and name words)", "GET", "/orders/skus?q=cemento+grw-0123")
+    _visit(client, recorder, "GET /orders/skus (inside the SKU)", "GET", "/orders/skus?q=04711")
+
+
+def _exercise_catalog(api, recorder, key) -> None:
+    """The Orders API's catalog, paged and looked up, as the form's lookup (ADR-015)."""
+    cursor = _api(api, recorder, "GET /api/v1/catalog?limit", "GET", "/api/v1/catalog?limit=50", key).get_json()["next_cursor"]
+    _api(api, recorder, "GET /api/v1/catalog next page", "GET", f"/api/v1/catalog?limit=50&cursor={cursor}", key)
+    cursor = _api(api, recorder, "GET /api/v1/catalog?q", "GET", "/api/v1/catalog?q=GRW-0002&limit=20", key).get_json()[
+        "next_cursor"
+    ]
+    _api(api, recorder, "GET /api/v1/catalog?q next page", "GET", f"/api/v1/catalog?q=GRW-0002&limit=20&cursor={cursor}", key)
+    words = "/api/v1/catalog?q=llave+modelo+1&limit=20"
+    cursor = _api(api, recorder, "GET /api/v1/catalog?q words", "GET", words, key).get_json()["next_cursor"]
+    _api(api, recorder, "GET /api/v1/catalog?q words next page", "GET", f"{words}&cursor={cursor}", key)
+
+
+def _exercise_finding(app, recorder, grown_client, seller) -> None:
+    """Every filter of the back office's order list and its CSV, as credit sees them (ADR-020)."""
+    client = _login(app, "laura")
+    for label, query in (
+        ("first page", ""),
+        ("client name", "?cliente=Cliente%2000001"),
+        ("status", "?estado=ANULADO"),
+        ("two statuses", "?estado=DESPACHADO&estado=DESPACHADO_PARCIAL"),
+        ("SKU", "?sku=GRW-000010"),
+        ("salesperson", f"?vendedor={seller}"),
+        ("dates", "?desde=2026-01-01&hasta=2026-01-31"),
+        ("number", "?numero=P-000777"),
+        ("channel + client", "?canal=formulario&cliente=Cliente%2000002"),
+        ("by amount, biggest first", "?orden=importe_desc"),
+        ("by amount, smallest first", "?orden=importe_asc"),
+        ("salesperson by amount", f"?vendedor={seller}&orden=importe_desc"),
+        ("oldest first", "?orden=fecha_asc"),
+    ):
+        _visit(client, recorder, f"GET /orders/all {label}", "GET", f"/orders/all{query}", ok=(200, 303, 404))
+    _visit(client, recorder, "GET /orders.csv by client, per line", "GET", "/orders.csv?cliente=Cliente%2000001&por=linea")
+    _visit(client, recorder, "GET /orders.csv by amount", "GET", "/orders.csv?orden=importe_asc")
+
+
 def _exercise_account_and_warehouse(app, recorder, grown_client, to_dispatch) -> None:
     """A client's account and its forms (credit), the warehouse page and its dispatch form (the warehouse)."""
     client = _login(app, "laura")
@@ -210,6 +254,8 @@ def _exercise_account_and_warehouse(app, recorder, grown_client, to_dispatch) ->
     shipment = {"csrf_token": csrf_token(page), "dispatch_id": str(uuid.uuid4())}
     _visit(client, recorder, "POST dispatch", "POST", f"/warehouse/orders/{to_dispatch}/dispatch", shipment)
     _visit(client, recorder, "GET /warehouse after a dispatch", "GET", "/warehouse")
+    _visit(client, recorder, "GET /warehouse of one deposit", "GET", "/warehouse?deposit=NOR")
+    _visit(client, recorder, "GET /warehouse of one deposit, page 2", "GET", "/warehouse?deposit=CEN&page=2")
 
 
 def test_no_request_path_scans_a_big_table(app, db, grown, monkeypatch):
@@ -241,3 +287,10 @@ def test_no_request_path_scans_a_big_table(app, db, grown, monkeypatch):
             if scanned:
                 failures.append(f"{page}: Seq Scan on {', '.join(scanned)}\n    {' '.join(sql.split())[:300]}")
     assert not failures, "sequential scans of big tables:\n" + "\n".join(failures)
+
+
+def test_the_grown_history_keeps_the_books(db, grown):
+    """bench/grow.py's history adds up like real data (`flask check`), so `backup verify` holds on it too."""
+    with db.reading() as conn:
+        failed = [finding for finding in check_books(conn) if not finding.ok]
+    assert failed == []

@@ -21,6 +21,10 @@ pytestmark = pytest.mark.slow
 
 # A worker slow enough to be caught mid-delivery: 2 s HTTP timeout inside a 3 s job and a 4 s lease.
 SLOW_WORKER = {"RELAY_DELIVERY_TIMEOUT_S": "2", "RELAY_JOB_TIMEOUT_S": "3", "RELAY_LEASE_S": "4"}
+# The sweeper frozen mid-delivery must be frozen while it waits on the fakes, never while it records: a
+# process stopped inside its recording transaction holds row locks that the newer claimant's record
+# waits on. A 6 s wait on the fakes gives the test's poll that much margin on a loaded machine.
+LATE_SWEEPER = {"RELAY_DELIVERY_TIMEOUT_S": "6", "RELAY_JOB_TIMEOUT_S": "7", "RELAY_LEASE_S": "8"}
 
 
 def open_attempt(db, event_id):
@@ -80,8 +84,11 @@ def test_kill_9_mid_delivery_is_retried_after_the_lease_and_applied_once(db, red
 def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db, fakes, relay):
     # The late claimant is a sweeper delivering by itself because it cannot reach Redis: no RQ job
     # timeout will end it, so only the claim-token fence stands between its late outcome and the newer one.
-    fakes.set_mode("fiscal", "timeout_before", times=1, delay_s=3)
-    [late] = relay.start_sweepers(1, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", **SLOW_WORKER)
+    # Both of the order's events wait on their fakes: a sweeper frozen while it records the handoff would
+    # hold the order's row lock (record_all locks it first), and every later outcome of the order would wait.
+    fakes.set_mode("fiscal", "timeout_before", times=1, delay_s=10)
+    fakes.set_mode("warehouse", "timeout_before", times=1, delay_s=10)
+    [late] = relay.start_sweepers(1, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", **LATE_SWEEPER)
     order = insert_confirmed_orders(db, 1)[0]
     first = wait_until(lambda: open_attempt(db, order.fiscal_event_id), timeout=30, interval=0.02)
     os.kill(late.pid, signal.SIGSTOP)  # frozen mid-delivery, holding a lease that will expire
@@ -96,7 +103,13 @@ def test_late_outcome_from_an_expired_lease_does_not_overwrite_the_newer_one(db,
             rows = attempts_of(db, order.fiscal_event_id)
             return len(rows) >= 2 and rows[1]["outcome"] == "REINTENTO"
 
-        wait_until(newer_outcome_recorded, timeout=30, message="a worker took over after the lease expired")
+        try:
+            wait_until(newer_outcome_recorded, timeout=40, message="a worker took over after the lease expired")
+        except pytest.fail.Exception as failed:  # say what the event and its claimants were doing
+            raise AssertionError(
+                f"{failed}\nevent: {event_row(db, order.fiscal_event_id)}\nattempts: {attempts_of(db, order.fiscal_event_id)}"
+                f"\nlate sweeper: {relay.log(late)[-3000:]}\nothers: {[relay.log(p)[-2000:] for p in relay.procs[1:]]}"
+            ) from None
         newer = event_row(db, order.fiscal_event_id)
     finally:
         os.kill(late.pid, signal.SIGCONT)

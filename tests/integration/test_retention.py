@@ -121,7 +121,7 @@ def test_delivered_events_are_purged_only_past_the_configured_retention(db, sett
     pending = make_dead_letter(db)["event_id"]  # FALLIDO, never an outbox purge target
     with caplog.at_level(logging.INFO, logger="nexo.deadletters.retention"):
         report = run_retention(db, dataclasses.replace(settings, outbox_retention_days=30))
-    assert report.outbox_events == {"fiscal": 1, "warehouse": 0}
+    assert report.outbox_events == {"fiscal": 1, "warehouse": 0, "webhook": 0}
     assert not event_exists(db, old)
     assert event_exists(db, recent) and event_exists(db, guarded) and event_exists(db, pending)
     assert "retention purge table=outbox_event destination=fiscal deleted=1 older_than_days=30" in caplog.messages

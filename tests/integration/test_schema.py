@@ -143,6 +143,7 @@ STATE_COLUMNS = [
     (states.EventStatus, "outbox_event", "status"),
     (states.AttemptOutcome, "delivery_attempt", "outcome"),
     (states.DeadLetterStatus, "dead_letter", "status"),
+    (states.EmailStatus, "email_message", "status"),
 ]
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
 from flask import Flask
 
 from nexo.api import keys, problems
-from nexo.api.cursors import decode_order_cursor, encode_order_cursor
+from nexo.api.cursors import (
+    ORDER_CURSOR_PATTERN,
+    SKU_CURSOR_PATTERN,
+    decode_order_cursor,
+    decode_sku_cursor,
+    encode_order_cursor,
+    encode_sku_cursor,
+)
 from nexo.api.spec import field_errors
 
 
@@ -28,6 +36,15 @@ def test_a_cursor_round_trips_and_is_opaque_url_safe_text():
     cursor = encode_order_cursor(last)
     assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     assert decode_order_cursor(cursor) == last
+
+
+def test_every_string_of_the_documented_cursor_forms_is_a_place_in_its_list():
+    # The document declares the cursors' patterns; a made-up cursor of that form pages, it is not a 400.
+    assert re.fullmatch(ORDER_CURSOR_PATTERN, encode_order_cursor((datetime(2026, 1, 1, tzinfo=UTC), uuid.uuid4())))
+    at, order_id = decode_order_cursor("9" * 16 + "-" + "f" * 32)
+    assert at.year > 2200 and order_id.hex == "f" * 32
+    assert re.fullmatch(SKU_CURSOR_PATTERN, encode_sku_cursor("COR-200")) and decode_sku_cursor(encode_sku_cursor("Ñ-1")) == "Ñ-1"
+    assert decode_sku_cursor("71049b3632e0") == "q\ufffd62\ufffd"  # no control character reaches the database
 
 
 def test_a_problem_has_the_rfc9457_members_and_the_contract_reason():

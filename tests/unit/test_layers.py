@@ -1,4 +1,5 @@
-"""scripts/check_layers.py: imports run down the layer order of docs/architecture.md; only settings reads the environment."""
+"""scripts/check_layers.py: imports run down the layer order of docs/architecture.md, in no cycle anywhere;
+only settings reads the environment."""
 
 from __future__ import annotations
 
@@ -36,3 +37,14 @@ def test_every_component_of_nexo_has_a_layer():
         if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
     }
     assert components <= set(check_layers.LAYER_OF)
+
+
+def test_the_cycle_detector_reports_exactly_the_cycle_of_a_graph():
+    # a → b → c → a is a cycle; d imports into it and e stands alone: neither is part of it.
+    graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}, "e": {}}
+    assert check_layers.import_cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_a_graph_without_a_cycle_has_none_reported():
+    graph = {"a": {"b": 1, "c": 1}, "b": {"c": 2}, "c": {}, "d": {"a": 4}}
+    assert check_layers.import_cycles(graph) == []

@@ -8,12 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from werkzeug.datastructures import MultiDict
 
-from nexo.formatting import BILLING_STATUS_WORDS, ORDER_STATUS_WORDS, MoneyInputError, format_ars, parse_ars
+from nexo.formatting import MoneyInputError, format_ars, parse_ars
+from nexo.handoffs import queries as handoff_queries
 from nexo.orders import timeline
 from nexo.orders.dispatch import ShipLine
 from nexo.orders.forms import read_dispatch
 from nexo.orders.warehouse_queries import WAITING
 from nexo.states import DISPATCHABLE, BillingStatus, OrderStatus
+from nexo.vocabulary import BILLING_STATUS as BILLING_STATUS_WORDS
+from nexo.vocabulary import ORDER_STATUS as ORDER_STATUS_WORDS
 
 
 @pytest.mark.parametrize(
@@ -81,6 +84,7 @@ def test_every_state_has_its_words_and_no_words_are_a_code():
 def test_the_warehouse_list_spells_the_dispatchable_states_as_the_use_case_does():
     spelled = "status IN (" + ", ".join(f"'{s}'" for s in DISPATCHABLE) + ")"
     assert spelled == WAITING
+    assert handoff_queries.TO_PREPARE.startswith(spelled + " AND ")
 
 
 # --- the dispatch form --------------------------------------------------------------------------------

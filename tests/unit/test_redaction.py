@@ -19,6 +19,12 @@ BASE = {"NEXO_ENV": "test", "DATABASE_URL": "postgresql://localhost/nexo", "REDI
         ("redis://:s3cr3t@cache:6379/0", "redis://:***@cache:6379/0"),
         ("rediss://default:s3cr3t@cache:6380", "rediss://default:***@cache:6380"),
         ("postgresql://nexo@db/nexo", "postgresql://nexo@db/nexo"),  # nothing to hide
+        # A password typed with a raw @ (not %40): hidden to the last @ before the path, none of it shown.
+        ("postgresql://nexo:p@ss@db.internal:5432/nexo", "postgresql://nexo:***@db.internal:5432/nexo"),
+        ("redis://:a@b@c@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("postgresql://nexo:p@ss@h1:5432,h2:5433/nexo", "postgresql://nexo:***@h1:5432,h2:5433/nexo"),
+        # An @ after the path or in the query is not a password's.
+        ("postgresql://nexo@db/nexo?application_name=a@b", "postgresql://nexo@db/nexo?application_name=a@b"),
     ],
 )
 def test_urls_lose_their_password(url, shown):
@@ -26,10 +32,17 @@ def test_urls_lose_their_password(url, shown):
     assert redact(f"could not connect to {url} (timeout)") == f"could not connect to {shown} (timeout)"
 
 
-def test_a_mistyped_database_url_is_named_without_its_password():
+@pytest.mark.parametrize("password", ["s3cr3t", "s3c@r3t"])
+def test_a_mistyped_database_url_is_named_without_its_password(password):
     with pytest.raises(SettingsError) as caught:
-        Settings.from_env(dict(BASE, DATABASE_URL="postgres-ql://nexo:s3cr3t@db/nexo"))
-    assert "DATABASE_URL" in str(caught.value) and "s3cr3t" not in str(caught.value)
+        Settings.from_env(dict(BASE, DATABASE_URL=f"postgres-ql://nexo:{password}@db/nexo"))
+    said = str(caught.value)
+    assert "DATABASE_URL" in said and "s3c" not in said and "r3t" not in said, said
+
+
+def test_two_urls_in_one_line_each_lose_their_password():
+    line = "postgresql://nexo:p@ss@db/nexo, then redis://:x@y@cache:6379/0"
+    assert redact(line) == "postgresql://nexo:***@db/nexo, then redis://:***@cache:6379/0"
 
 
 def test_a_production_redis_without_password_is_named_without_echoing_secrets():
@@ -39,8 +52,10 @@ def test_a_production_redis_without_password_is_named_without_echoing_secrets():
 
 
 def test_a_log_line_with_a_url_is_written_without_its_password():
-    record = logging.LogRecord("nexo", logging.ERROR, __file__, 1, "pool failed: %s", ("postgresql://nexo:s3cr3t@db/nexo",), None)
-    assert "s3cr3t" not in JsonFormatter().format(record)
+    for url in ("postgresql://nexo:s3cr3t@db/nexo", "postgresql://nexo:s3c@r3t@db/nexo"):
+        record = logging.LogRecord("nexo", logging.ERROR, __file__, 1, "pool failed: %s", (url,), None)
+        written = JsonFormatter().format(record)
+        assert "s3c" not in written and "r3t" not in written, written
 
 
 @pytest.mark.parametrize(

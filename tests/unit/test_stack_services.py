@@ -21,7 +21,7 @@ def test_servers_kept_without_a_data_dir_go_under_nexo_data_dir(tmp_path, monkey
     started = []
 
     @contextlib.contextmanager
-    def postgres(data_dir, *, throwaway, password=None):
+    def postgres(data_dir, *, throwaway, password=None, backups=None):
         started.append(("postgres", data_dir, throwaway))
         yield "postgresql://postgres@127.0.0.1:1/postgres"
 
