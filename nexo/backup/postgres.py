@@ -215,10 +215,24 @@ def private_server(pgdata: Path, *, archive: bool, wait_ready: bool = True) -> I
         except ToolError as exc:
             raise ToolError(f"{exc} | the server said: {' | '.join(server.log_text().splitlines()[-12:])}") from None
         yield server
-    finally:
+    except BaseException:
         with contextlib.suppress(ToolError, subprocess.TimeoutExpired):
-            run([tool("pg_ctl"), "-D", str(pgdata), "-w", "-t", "120", "-m", "fast", "stop"], as_server=True)
+            _stop(pgdata)
+        raise
+    else:
+        # A server left running here would hold pgdata when make run starts next: say so, never succeed.
+        try:
+            _stop(pgdata)
+        except (ToolError, subprocess.TimeoutExpired) as exc:
+            raise ToolError(
+                f"the server on {pgdata} did not stop: {exc} | {' | '.join(server.log_text().splitlines()[-6:])}"
+            ) from None
+    finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _stop(pgdata: Path) -> None:
+    run([tool("pg_ctl"), "-D", str(pgdata), "-w", "-t", "120", "-m", "fast", "stop"], as_server=True, timeout=180)
 
 
 def wait_until(condition, timeout_s: float, interval_s: float = 0.2):

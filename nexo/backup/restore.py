@@ -94,7 +94,11 @@ def prepare(backup: base.Backup, pgdata: Path, wal_dir: Path, at: datetime | Non
     """Copy the backup to pgdata and tell it to recover from the archive (up to at, then promote)."""
     shutil.copytree(backup.data, pgdata, symlinks=True)
     pgdata.chmod(0o700)
-    for stale in ("postmaster.pid", ".handle_pids.json"):  # the backed-up server's, not this one's
+    # The backed-up server's own files, not this cluster's. Its socket lock (make run's embedded server
+    # keeps its socket in the data directory) names that server's PID: once the PID is reused by a
+    # process of the server's user (after a reboot PIDs start low again), Postgres refuses to start on
+    # "lock file already exists". Its log would read as this cluster's history.
+    for stale in ("postmaster.pid", ".handle_pids.json", "log", *(p.name for p in pgdata.glob(".s.PGSQL.*.lock"))):
         (pgdata / stale).unlink(missing_ok=True)
     settings = [
         f"restore_command = {archive.quote_literal(archive.restore_command(wal_dir))}",

@@ -114,3 +114,25 @@ def test_a_commit_reaches_the_archive_within_the_lag_right_after_a_start(templat
             time.sleep(0.1)
     finally:
         place.close()
+
+
+def test_a_restored_cluster_starts_though_the_backed_up_server_s_pid_now_belongs_to_another_process(kept):
+    # make run keeps the server's socket in the data directory, so a base backup carries its socket lock
+    # naming the backed-up postmaster. After a reboot that PID may belong to another process of the
+    # server's user; Postgres then refuses to start ("lock file already exists") unless restore drops it.
+    name = kept.make("backup").stdout.strip().splitlines()[-1]
+    copied = kept.settings.base_dir / name / "data"
+    locks = list(copied.glob(".s.PGSQL.*.lock"))
+    assert locks, sorted(p.name for p in copied.iterdir())  # the hazard is real: the lock is in the backup
+    kept.stop()
+    with subprocess.Popen(["sleep", "120"], user=postgres.server_user()) as squatter:
+        try:
+            for lock in locks:
+                lines = lock.read_text().splitlines()
+                lock.write_text("\n".join([str(squatter.pid), *lines[1:]]) + "\n")
+            kept.make("restore")
+            assert not list(kept.settings.pgdata.glob(".s.PGSQL.*.lock"))  # the backed-up server's, dropped
+            kept.start()  # as the next make run does
+            assert kept.query("SELECT count(*) AS n FROM client")[0]["n"] > 0  # the Nexo morning, back
+        finally:
+            squatter.kill()
