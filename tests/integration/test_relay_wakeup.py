@@ -80,6 +80,12 @@ def test_the_sweeper_leaves_a_backlog_to_live_workers_that_are_only_behind(db, r
     for event_id in ids:  # one job each: the last one waits about 6 s in the queue, twice the lease
         wakeup.request_delivery([event_id], connection=redis_client, settings=relay_settings())
     relay.start_workers(1)
+
+    def worker_started() -> bool:  # a worker that has not started yet is not "behind": it is not there
+        with db.reading() as conn:
+            return bool(conn.execute("SELECT 1 FROM delivery_attempt WHERE event_id = ANY(%s)", [ids]).fetchone())
+
+    wait_until(worker_started, timeout=30, interval=0.05, message="the worker took its first job")
     relay.start_sweepers(1)
 
     wait_until(
