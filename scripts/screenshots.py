@@ -5,7 +5,8 @@ Usage, with `make run` running (or any Nexo with the demo users):
 
 Each person logs in through the login form in Debian's Chromium (as the browser tests do), follows the links
 of every page from the home page (GET only, same site, at most --limit pages each) and saves
-`<user>-<page>-<width>.png`, full page. Rerunnable: files are overwritten. Prints one line per page, with
+`<user>-<page>-<width>.png`, full page, one page of each shape (one order, one client …) with its ids
+replaced by `id`, plus the login page. Rerunnable: the same names are overwritten. Prints one line per page, with
 the page's scroll width at 390 px (the layout test fails above 390).
 """
 
@@ -17,6 +18,7 @@ import re
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
 USERS = ("vendedor1", "laura", "sergio", "marta")
@@ -28,11 +30,19 @@ LINK = re.compile(r'<a\s[^>]*href="([^"#]*)')
 SKIPPED = re.compile(r"[?&](rows|page|size|action|signature|client|tier|salesperson|destination|status|deposit)=")
 
 
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def shape(url: str) -> str:
+    """The page a URL is an instance of: '/orders/06ba8b8e-…' → '/orders/id' (one screenshot per shape)."""
+    return UUID.sub("id", url)
+
+
 def slug(url: str) -> str:
-    """A file name part for a path: '/admin/dead-letters/3' → 'admin-dead-letters-3'; ids cut to 8 characters."""
-    path = re.sub(r"([0-9a-f]{8})-[0-9a-f-]{27}", r"\1", urlsplit(url).path.strip("/")) or "inicio"
-    query = urlsplit(url).query
-    return re.sub(r"[^A-Za-z0-9]+", "-", path + ("-" + query if query else "")).strip("-")[:60]
+    """A stable file name part for a page: '/orders/06ba8b8e-…' → 'orders-id', '/' → 'inicio'."""
+    parts = urlsplit(shape(url))
+    path = parts.path.strip("/") or "inicio"
+    return re.sub(r"[^A-Za-z0-9]+", "-", path + ("-" + parts.query if parts.query else "")).strip("-")[:60]
 
 
 def walk(page, base: str, limit: int) -> list[str]:
@@ -41,13 +51,16 @@ def walk(page, base: str, limit: int) -> list[str]:
     queue = ["/"]
     while queue and len(seen) < limit:
         url = queue.pop(0)
-        response = page.goto(urljoin(base, url))
+        try:
+            response = page.goto(urljoin(base, url))
+        except PlaywrightError:  # a download (the orders' CSV), not a page
+            continue
         here = urlsplit(page.url)
         url = here.path + (f"?{here.query}" if here.query else "")
         if (
             response is None
             or response.status != 200
-            or url in seen
+            or shape(url) in {shape(u) for u in seen}
             or "text/html" not in response.headers.get("content-type", "")
         ):
             continue
@@ -56,7 +69,9 @@ def walk(page, base: str, limit: int) -> list[str]:
             target = urlsplit(urljoin(page.url, href.replace("&amp;", "&")))
             link = target.path + (f"?{target.query}" if target.query else "")
             same_site = target.netloc == urlsplit(base).netloc and not target.path.startswith("/static/")
-            if same_site and not SKIPPED.search(link) and link not in seen and link not in queue:
+            same_site = same_site and not target.path.endswith(".csv")
+            known = {shape(u) for u in (*seen, *queue)}
+            if same_site and not SKIPPED.search(link) and shape(link) not in known:
                 queue.append(link)
     return seen
 
@@ -75,6 +90,11 @@ def main() -> None:
         for user in USERS:
             context = browser.new_context(locale="es-AR", viewport={"width": 1280, "height": 900})
             page = context.new_page()
+            if user == USERS[0]:  # the page everybody sees first
+                for width in WIDTHS:
+                    page.set_viewport_size({"width": width, "height": 900 if width > 600 else 844})
+                    page.goto(urljoin(args.url, "/login"))
+                    page.screenshot(path=str(args.out / f"sin-sesion-login-{width}.png"), full_page=True)
             page.goto(urljoin(args.url, "/login"))
             page.fill("input[name=username]", user)
             page.fill("input[name=password]", args.password)
