@@ -46,7 +46,7 @@ def kill_the_tree(stack: RunningStack) -> None:
     wait_for(lambda: not stack.leftovers(), 20, "no process of the first make run left")
 
 
-def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory):
+def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory, capsys):
     other_disk = Path(tempfile.mkdtemp(prefix="nexo-other-disk-", dir="/tmp"))
     other_disk.chmod(0o711)  # the embedded server's own user writes the archive there
     backups = {"NEXO_BACKUP_DIR": str(other_disk / "backups"), "BACKUP_MAX_LAG_S": str(LAG_S)}
@@ -68,6 +68,7 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory):
         assert taken.returncode == 0, taken.stdout + taken.stderr
         seller = http_login(first.url, "vendedor1")
         placed = [place_order(first, seller) for _ in range(8)]
+        audited = {r["id"] for r in first.query("SELECT id FROM audit_log")}  # the login's trail row among them
         time.sleep(LAG_S + 3)
         placed += [place_order(first, seller) for _ in range(2)]  # within the lag: may be lost
         crash = time.time()
@@ -101,6 +102,7 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory):
             [must],
         )
         assert all(r["status"] == "CONFIRMADO" and r["lines"] == r["reservations"] == 1 and r["events"] == 2 for r in rows)
+        assert audited and audited <= {r["id"] for r in second.query("SELECT id FROM audit_log")}, "an audit row was lost"
         books = subprocess.run(
             [sys.executable, "-m", "flask", "--app", "app", "check"],
             cwd=ROOT,
@@ -122,10 +124,12 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory):
             ours = {str(r["id"]) for r in second.query("SELECT id FROM outbox_event WHERE destination = %s", [destination])}
             keys = [e["key"] for e in requests.get(url + "/__sandbox/effects", timeout=10).json()]
             assert len(keys) == len(set(keys)) and ours <= set(keys), destination
-        print(
-            f"\ndisk drill: {len(placed)} orders placed ({len(must)} older than the lag), "
-            f"{len(present & {o for o, _ in placed})} after the restore; restore took {restore_s:.1f} s"
-        )
+        with capsys.disabled():  # the drill's figures, in every make test output
+            print(
+                f"\n[drill] {len(placed)} orders placed ({len(must)} older than the lag), "
+                f"{len(present & {o for o, _ in placed})} after the restore; restore took {restore_s:.1f} s",
+                flush=True,
+            )
         third = a_restore_delivers_nothing_twice(second, env, backups)
     finally:
         for stack in (first, second, third):
