@@ -176,14 +176,20 @@ def test_the_csv_per_line_and_a_salespersons_own(db, client, auth, morning):
     ]
 
 
-def test_a_client_name_that_looks_like_a_formula_is_written_as_text(db, client, auth):
+@pytest.mark.parametrize(
+    "name",
+    ['=HYPERLINK("http://x","y")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)", "\t=1+1", "\r=1+1"],
+    ids=["equals", "plus", "minus", "at", "tab", "carriage-return"],
+)
+def test_a_client_name_that_looks_like_a_formula_is_written_as_text(db, client, auth, name):
+    # OWASP's CSV injection starts: =, +, -, @, tab and carriage return (nexo/orders/order_list.py).
     with db.transaction() as tx:
-        tx.execute("UPDATE client SET name = %s WHERE id = %s", ['=HYPERLINK("http://x","y")', client_id(db, OBRAS)])
+        tx.execute("UPDATE client SET name = %s WHERE id = %s", [name, client_id(db, OBRAS)])
         tx.commit()
-    new_order(db, [("TOR-010", 1)], client='=HYPERLINK("http://x","y")')
+    new_order(db, [("TOR-010", 1)], client=name)
     auth.login("laura")
     rows = rows_of(client.get("/orders.csv"))
-    assert rows[1][2] == '\'=HYPERLINK("http://x","y")'
+    assert rows[1][2] == "'" + name
 
 
 def test_a_big_export_streams_in_pieces(db, client, auth):
