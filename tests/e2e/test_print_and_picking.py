@@ -50,3 +50,10 @@ def test_printing_an_order_leaves_out_the_menu_the_logout_and_every_button(peopl
     assert not page_.get_by_role("button", name="Salir").is_visible()
     assert page_.locator("button:visible").count() == 0
     assert page_.locator("[data-order-lines]").is_visible() and page_.locator("[data-order-status]").first.is_visible()
+    assert page_.locator("[data-order-number]").first.is_visible()
+    # A document for the client: the warning to the salesperson, the credit policy's open question, the
+    # client's tier and the channel the order came through stay on the screen.
+    for internal in ("[data-not-confirmed]", "[data-open-question]", "[data-client-tier]", "[data-order-source]"):
+        assert not page_.locator(internal).first.is_visible(), internal
+    page_.emulate_media(media="screen")
+    assert all(page_.locator(s).first.is_visible() for s in ("[data-not-confirmed]", "[data-client-tier]", "[data-order-source]"))
