@@ -36,6 +36,13 @@ def place_order(stack, seller) -> tuple[str, float]:
     return order_id_from(response.headers["Location"]), time.time()
 
 
+def run_here(args: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """A command of this repository (`scripts/stack.py …`, `flask …`) as a person runs it; its output kept."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def kill_the_tree(stack: RunningStack) -> None:
     """SIGKILL make run and everything it started, as a power cut would, and wait until none is left."""
     os.kill(stack.proc.pid, signal.SIGKILL)
@@ -56,15 +63,7 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory, 
         first.wait_ready()
         env = {**os.environ, "NEXO_DATA_DIR": str(first.data_dir), **backups}
         env.pop("DATABASE_URL", None)
-        taken = subprocess.run(
-            [sys.executable, "scripts/stack.py", "backup"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        taken = run_here(["scripts/stack.py", "backup"], env, 120)
         assert taken.returncode == 0, taken.stdout + taken.stderr
         seller = http_login(first.url, "vendedor1")
         placed = [place_order(first, seller) for _ in range(8)]
@@ -76,15 +75,7 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory, 
         shutil.rmtree(first.data_dir / "postgres")
 
         started = time.monotonic()
-        restored = subprocess.run(
-            [sys.executable, "scripts/stack.py", "restore"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        restored = run_here(["scripts/stack.py", "restore"], env, 180)
         restore_s = time.monotonic() - started
         assert restored.returncode == 0, restored.stdout + restored.stderr
 
@@ -103,14 +94,10 @@ def test_a_lost_data_directory_comes_back_from_the_other_disk(tmp_path_factory, 
         )
         assert all(r["status"] == "CONFIRMADO" and r["lines"] == r["reservations"] == 1 and r["events"] == 2 for r in rows)
         assert audited and audited <= {r["id"] for r in second.query("SELECT id FROM audit_log")}, "an audit row was lost"
-        books = subprocess.run(
-            [sys.executable, "-m", "flask", "--app", "app", "check"],
-            cwd=ROOT,
-            env={**env, "DATABASE_URL": second.database_url, "REDIS_URL": second.redis_url, "NEXO_ENV": "demo"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+        books = run_here(
+            ["-m", "flask", "--app", "app", "check"],
+            {**env, "DATABASE_URL": second.database_url, "REDIS_URL": second.redis_url, "NEXO_ENV": "demo"},
+            60,
         )
         assert books.returncode == 0 and "add up" in books.stdout, books.stdout + books.stderr
 
@@ -170,15 +157,7 @@ def a_restore_delivers_nothing_twice(stack: RunningStack, env: dict, backups: di
     stack.close()  # make run stopped (SIGTERM), as a person does before a restore
 
     when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at)) + f".{int(at % 1 * 1e6):06d}+00:00"
-    restored = subprocess.run(
-        [sys.executable, "scripts/stack.py", "restore", "--at", when],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    restored = run_here(["scripts/stack.py", "restore", "--at", when], env, 180)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     restored_at = time.time()
     third = RunningStack({**backups, "NEXO_DATA_DIR": str(stack.data_dir)})
