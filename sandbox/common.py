@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS effect (
     deliveries   INTEGER NOT NULL DEFAULT 1   -- POSTs with this key and body, replays included
 );
 CREATE TABLE IF NOT EXISTS counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+-- Each apply reads max(applied_at) (Store._next_moment): without it that read scanned every effect, and a
+-- fake's CPU per effect grew with its history (1.8 ms at the bench's start, 4.6 ms some thousands later,
+-- on the cores the relay shares).
+CREATE INDEX IF NOT EXISTS effect_applied_at ON effect (applied_at);
 """
 # Added after the first stores were written (kept in NEXO_DATA_DIR across restarts): the kind of effect,
 # `handoff` or `invoice` for every row written before cancellations existed.
