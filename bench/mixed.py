@@ -10,6 +10,7 @@ stayed under a second; the phase stops at the first step that is not.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -23,6 +24,12 @@ from bench.web import log_in_all
 RELAY_WORKERS = 2  # make run's (RELAY_WORKERS' default)
 SENDERS = 32  # generator threads, each with its own keep-alive connection
 MAX_PENDING_AGE_S = 1.0  # the mixed target: "the oldest PENDIENTE event stays under 1 s"
+# The parts of an order POST's time (ms), in the order they happen: the generator late in sending it, the
+# wait for a gunicorn thread (Server-Timing queue), for a database connection (pool), the transactions
+# (tx, lock waits included), the rest of the handler (python), and what lies outside it (wire: parsing,
+# writing, the client reading). Each is read per POST (SERVER_TIMING=on for this phase's gunicorn).
+PARTS = ("late", "queue", "pool", "tx", "python", "wire")
+_TIMING = re.compile(r"(\w+);dur=([\d.]+)")
 OLDEST_PENDING = (
     "SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM outbox_event WHERE status = 'PENDIENTE'"
 )
@@ -38,6 +45,7 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
     count = int(rate * seconds)
     lock, nxt = threading.Lock(), [0]
     latencies: list[float] = []
+    splits: list[dict[str, float]] = []
     errors: list[str] = []
     ages: list[float] = []
     stop = threading.Event()
@@ -56,13 +64,19 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
             delay = due - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
+            sent = time.perf_counter()
             try:
-                status, _ = person.post_order(rng.choice(data.client_ids), data.order_lines(rng))
+                status, _ = person.post_order(rng.choice(data.client_ids), data.order_lines(rng), stamped=True)
                 error = None if status == 303 else f"HTTP {status}"
             except Exception as exc:  # a failed request is a measured error
                 error = f"{type(exc).__name__}: {exc}"[:120]
+            answered = time.perf_counter()
             with lock:
-                (errors.append(error) if error else latencies.append(time.perf_counter() - due))
+                if error:
+                    errors.append(error)
+                else:
+                    latencies.append(answered - due)
+                    splits.append(_split(person.timing, due, sent, answered))
 
     sampler = threading.Thread(target=_sample_pending, args=(db, stop, ages), daemon=True)
     meter.start()
@@ -95,8 +109,32 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
         "p50_ms": _round(percentile(ms, 50)),
         "p99_ms": _round(percentile(ms, 99)),
         "oldest_pending_max_s": None if worst_age is None else round(worst_age, 3),
+        **tail_parts(ms, splits),
         "cpu_ms_per_order": cpu,
         "sustained": not errors and achieved >= 0.95 * rate and worst_age is not None and worst_age < MAX_PENDING_AGE_S,
+    }
+
+
+def _split(timing: str, due: float, sent: float, answered: float) -> dict[str, float]:
+    """One POST's time in PARTS (ms), from its Server-Timing header and the generator's own clocks."""
+    server = {name: float(value) for name, value in _TIMING.findall(timing)}
+    total = (answered - sent) * 1000
+    app = server.get("app", 0.0)
+    parts = {"late": (sent - due) * 1000, "queue": server.get("queue", 0.0), "pool": server.get("pool", 0.0)}
+    parts["tx"] = server.get("tx", 0.0)
+    parts["python"] = max(0.0, app - parts["pool"] - parts["tx"])
+    parts["wire"] = max(0.0, total - parts["queue"] - app)
+    return parts
+
+
+def tail_parts(ms: list[float], splits: list[dict[str, float]]) -> dict:
+    """p99 of each part on its own, and what the slowest 1 % of POSTs (by total) spent on each, on average."""
+    if not splits:
+        return {"p99_ms_by_part": None, "slowest_1pct_ms_by_part": None}
+    worst = sorted(range(len(ms)), key=ms.__getitem__)[-max(1, len(ms) // 100) :]
+    return {
+        "p99_ms_by_part": {part: _round(percentile([s[part] for s in splits], 99)) for part in PARTS},
+        "slowest_1pct_ms_by_part": {part: _round(sum(splits[i][part] for i in worst) / len(worst)) for part in PARTS},
     }
 
 
@@ -111,7 +149,7 @@ def run(run) -> dict:
     bench_data.reset_relay(db, connection)
     if not stack.fakes:
         stack.start_fakes()
-    url = stack.start_web()
+    url = stack.start_web(SERVER_TIMING="on")
     procs = stack.start_workers(RELAY_WORKERS) + [stack.start("sweeper")]
     people = log_in_all(url, data.usernames[:8], data.password)
     tabs = [people[i % len(people)].another_tab() for i in range(SENDERS)]
@@ -155,6 +193,16 @@ def table(mixed: dict) -> list[str]:
             f"    {s['rate']:>6g} {s['achieved_per_s']:>11} {s['p50_ms']!s:>8} {s['p99_ms']!s:>8}"
             f" {s['errors']:>7} {s['oldest_pending_max_s']!s:>22}  {'yes' if s['sustained'] else 'NO':>9}   {parts}"
         )
+    lines += [
+        "    where a POST's time goes (ms): late = the generator behind, queue = waiting for a gunicorn thread,",
+        "    pool = for a database connection, tx = the transactions (lock waits included), python = the rest of",
+        "    the handler, wire = outside it; p99 of each part on its own · mean of each over the slowest 1 %",
+        "    rate/s  " + "".join(f"{part:>15}" for part in PARTS),
+    ]
+    for s in mixed["steps"]:
+        p99, slowest = s.get("p99_ms_by_part"), s.get("slowest_1pct_ms_by_part")
+        if p99 and slowest:
+            lines.append(f"    {s['rate']:>6g}  " + "".join(f"{f'{p99[k]} · {slowest[k]}':>15}" for k in PARTS))
     best = mixed["highest_sustained_rate"]
     lines.append(
         f"    highest sustained rate: {best if best is not None else 'none'} orders/s"

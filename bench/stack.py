@@ -94,11 +94,12 @@ class Stack:
             self.fakes.append(proc)
             _wait_http(self.env[f"{name.upper()}_URL"] + "/__sandbox/health", proc)
 
-    def start_web(self) -> str:
-        """gunicorn with scripts/gunicorn_conf.py (WEB_WORKERS/WEB_THREADS as given); returns its URL."""
+    def start_web(self, **overrides) -> str:
+        """gunicorn with scripts/gunicorn_conf.py (WEB_WORKERS/WEB_THREADS as given, plus these environment
+        overrides); returns its URL."""
         port = free_port()
         self.env["PORT"] = str(port)
-        proc = self.web = self.start("web")
+        proc = self.web = self.start("web", **overrides)
         self.web_url = f"http://127.0.0.1:{port}"
         _wait_http(self.web_url + "/health", proc, timeout_s=60)
         return self.web_url

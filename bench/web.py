@@ -33,6 +33,7 @@ class Salesperson:
         self.cookie = ""
         self._conn: http.client.HTTPConnection | None = None
         self._used = 0.0
+        self.timing = ""  # the last answer's Server-Timing header ("" when the server sends none)
         status, page = self.request("GET", "/login")
         status, _ = self.request("POST", "/login", {"username": username, "password": password, "csrf_token": _token(page)})
         if status != 302:
@@ -46,8 +47,11 @@ class Salesperson:
         twin._conn, twin._used = None, 0.0
         return twin
 
-    def request(self, method: str, path: str, form: dict | None = None, keep_cookie: bool = True) -> tuple[int, str]:
-        """One request on the keep-alive connection; the session cookie is updated when keep_cookie."""
+    def request(
+        self, method: str, path: str, form: dict | None = None, keep_cookie: bool = True, *, stamped: bool = False
+    ) -> tuple[int, str]:
+        """One request on the keep-alive connection; the session cookie is updated when keep_cookie. `stamped`
+        sends the moment it was sent as `X-Request-Start`, as a proxy would (nexo/request_timing.py)."""
         if self._conn is None or time.monotonic() - self._used > IDLE_S:
             if self._conn is not None:
                 self._conn.close()
@@ -57,6 +61,8 @@ class Salesperson:
         if form is not None:
             body = urlencode(form)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if stamped:
+            headers["X-Request-Start"] = f"t={time.time():.6f}"
         try:
             self._conn.request(method, path, body=body, headers=headers)
             response = self._conn.getresponse()
@@ -66,6 +72,7 @@ class Salesperson:
             self._conn = None
             raise
         self._used = time.monotonic()
+        self.timing = response.headers.get("Server-Timing", "")
         if keep_cookie:
             for header in response.headers.get_all("Set-Cookie") or []:
                 morsel = SimpleCookie(header).get("session")
@@ -73,7 +80,9 @@ class Salesperson:
                     self.cookie = morsel.value
         return response.status, text
 
-    def post_order(self, client_id, lines: list[tuple[str, int]], warehouse: str = "CEN") -> tuple[int, str]:
+    def post_order(
+        self, client_id, lines: list[tuple[str, int]], warehouse: str = "CEN", *, stamped: bool = False
+    ) -> tuple[int, str]:
         """POST /orders/new with a fresh request_id, as the form does; returns (status, body)."""
         form = {
             "csrf_token": self.csrf,
@@ -85,7 +94,7 @@ class Salesperson:
         for i in range(max(FORM_ROWS, len(lines))):
             sku, quantity = lines[i] if i < len(lines) else ("", "")
             form[f"lines-{i}-sku"], form[f"lines-{i}-quantity"] = sku, str(quantity)
-        return self.request("POST", "/orders/new", form, keep_cookie=False)
+        return self.request("POST", "/orders/new", form, keep_cookie=False, stamped=stamped)
 
 
 def log_in_all(base_url: str, usernames: list[str], password: str, parallel: int = 4) -> list[Salesperson]:

@@ -6,6 +6,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Protocol
@@ -14,6 +15,8 @@ import psycopg
 from psycopg.abc import Params
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+from nexo import request_timing
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +119,17 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """Yield a Transaction; it rolls back on exit unless commit() was called."""
+        asked = time.perf_counter()
         with self.pool.connection() as conn:
+            lent = time.perf_counter()
+            request_timing.add("pool", lent - asked)
             tx = Transaction(conn)
             try:
                 yield tx
             finally:
                 if not tx.committed:
                     _roll_back(conn)
+                request_timing.add("tx", time.perf_counter() - lent)
 
     @contextmanager
     def reading(self) -> Iterator[Conn]:
@@ -137,7 +144,10 @@ class Database:
         For reads that need no snapshot shared with another statement (the user each request loads: its
         BEGIN and ROLLBACK were two of a simple page's few round trips, ADR-011).
         """
+        asked = time.perf_counter()
         with self.pool.connection() as conn:
+            lent = time.perf_counter()
+            request_timing.add("pool", lent - asked)
             conn.autocommit = True
             try:
                 yield conn
@@ -145,6 +155,7 @@ class Database:
                 # A broken connection refuses the reset; the pool discards it anyway.
                 with suppress(psycopg.Error):
                     conn.autocommit = False
+                request_timing.add("tx", time.perf_counter() - lent)
 
     def close(self) -> None:
         """Close this process's pool (tests and shutdown)."""

@@ -18,11 +18,14 @@ import contextvars
 import json
 import logging
 import re
+import time
 import uuid
 from collections.abc import Iterator
 
 from flask import g, request
 from gunicorn.glogging import Logger as _GunicornBaseLogger
+
+from nexo import request_timing
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -55,19 +58,35 @@ def request_id_scope(value: str | None) -> Iterator[str]:
         request_id_var.reset(token)
 
 
-def init_app(app) -> None:
-    """Bind a request id to each request (call before any other request hook), echo it, unbind it at the end."""
+def init_app(app, *, server_timing: bool = False) -> None:
+    """Bind a request id to each request (call before any other request hook), echo it, unbind it at the end;
+    with server_timing, also count where the request's time goes and answer it in Server-Timing
+    (nexo/request_timing.py)."""
 
     def bind_to_request():
         g.request_id = new_request_id(request.headers.get("X-Request-ID"))
         bind_request_id(g.request_id)
+        if server_timing:
+            g.timing = (time.time(), time.perf_counter(), request_timing.begin())
 
     def echo_in_response(response):
         response.headers["X-Request-ID"] = g.get("request_id", "-")
+        timing = g.get("timing")
+        if timing is not None:
+            received, began, _ = timing
+            parts = request_timing.spent()
+            sent = request_timing.request_start(request.headers.get("X-Request-Start"))
+            if sent is not None:
+                parts["queue"] = max(0.0, received - sent)
+            parts["app"] = time.perf_counter() - began
+            response.headers["Server-Timing"] = request_timing.header(parts)
         return response
 
     def unbind_after_request(_error=None):
         request_id_var.set("-")
+        timing = g.pop("timing", None)
+        if timing is not None:
+            request_timing.end(timing[2])
 
     app.before_request(bind_to_request)
     app.after_request(echo_in_response)

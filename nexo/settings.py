@@ -589,6 +589,9 @@ class Settings:
     # production unless set: an integration's URL must not reach into the distributor's network (SSRF).
     webhook_private_targets: bool = False
     mail: MailSettings | None = None  # SMTP_URL: email notifications; None: off, nothing is queued
+    # SERVER_TIMING=on: each answer says where its time went (nexo/request_timing.py). Off unless set: it
+    # tells any client how long the database took, which is for whoever measures, not for the public.
+    server_timing: bool = False
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> Settings:
@@ -642,6 +645,7 @@ class Settings:
             fleet=_fleet(env),
             metrics_port=_metrics_port(env),
             webhook_private_targets=_on_off(env, "WEBHOOK_PRIVATE_TARGETS", default=environment != "production"),
+            server_timing=_on_off(env, "SERVER_TIMING", default=False),
             mail=mail_settings(env),
             **_relay_process(env),
         )

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Keep docs/architecture.md's table in step with this list.
 LAYERS: list[tuple[str, set[str]]] = [
+    ("request clock", {"request_timing"}),
     (
         "foundation",
         {
