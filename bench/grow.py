@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 SPAN = "3 years"  # the orders' created_at are spread evenly over this span
 PENDING_DEAD_LETTERS = 100  # the newest dead letters still wait for a decision
+WAITING_SPAN = 140  # one in seven of the newest this many orders waits for credit: 20, the queue's whole content
 FAILED_ATTEMPTS = 8  # attempts of an event that reached FALLIDO (RELAY_MAX_ATTEMPTS' default)
 
 
@@ -39,7 +40,7 @@ def _uuid(tag: int, n: str) -> str:
     return f"(lpad(to_hex({tag}), 8, '0') || lpad(to_hex({n}), 24, '0'))::uuid"
 
 
-CLIENT, PRODUCT, ORDER, KEY, EVENT = 1, 2, 3, 4, 5
+TAGS = {"client": 1, "product": 2, "order": 3, "key": 4, "event": 5}  # + 16 per generation (load's docstring)
 
 # Every statement sees %(orders)s, %(clients)s, %(skus)s, %(step)s (one dead letter every `step` orders)
 # and the span; i is the order number (1 = the oldest), k the line or event number within it (0, 1).
@@ -48,184 +49,199 @@ _PRODUCT_N = "(1 + (i * 31 + {k} * 17) %% %(skus)s)"
 _PRICE = "(10000 + ({p} %% 97) * 500)"  # the price list's formula, below
 _STATUS = (
     "CASE WHEN i %% 500 = 0 THEN 'RECHAZADO'"
-    " WHEN i > %(orders)s - 140 AND i %% 7 = 0 THEN 'PENDIENTE_AUTORIZACION' ELSE 'CONFIRMADO' END"
+    " WHEN i > %(orders)s - %(waiting_span)s AND i %% 7 = 0 THEN 'PENDIENTE_AUTORIZACION' ELSE 'CONFIRMADO' END"
 )
-_DEAD = "(i %% %(step)s = 3 %% %(step)s AND i %% 500 <> 0 AND NOT (i > %(orders)s - 140 AND i %% 7 = 0))"
+_DEAD = "(i %% %(step)s = 3 %% %(step)s AND i %% 500 <> 0 AND NOT (i > %(orders)s - %(waiting_span)s AND i %% 7 = 0))"
 _DEAD_K = "((i / %(step)s) %% 2)"  # which of the two events failed
 _DISCARDED = "((i / %(step)s) %% 5 = 0)"  # one dead letter in five was discarded
 
-STATEMENTS = [
-    (
-        "client",
-        f"""
-        INSERT INTO client (id, name, tier, credit_limit_cents, opening_exposure_cents)
-        SELECT {_uuid(CLIENT, "n")}, 'Cliente ' || lpad(n::text, 5, '0') || ' ' ||
-               (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
-               CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000, 0
-          FROM generate_series(1, %(clients)s) AS n""",
-    ),
-    (
-        "product",
-        f"""
-        INSERT INTO product (id, sku, name)
-        SELECT {_uuid(PRODUCT, "n")}, 'GRW-' || lpad(n::text, 6, '0'),
-               (ARRAY['Tornillo', 'Cable', 'Caño', 'Codo', 'Llave', 'Cemento', 'Pintura', 'Tuerca', 'Bisagra',
-                      'Cerámica'])[1 + n %% 10] || ' modelo ' || n
-          FROM generate_series(1, %(skus)s) AS n""",
-    ),
-    (
-        "price_list",
-        f"""
-        INSERT INTO price_list (product_id, price_cents)
-        SELECT {_uuid(PRODUCT, "n")}, {_PRICE.format(p="n")} FROM generate_series(1, %(skus)s) AS n""",
-    ),
-    (
-        "stock_level",
-        f"""
-        INSERT INTO stock_level (product_id, warehouse_id, on_hand, opening_on_hand)
-        SELECT {_uuid(PRODUCT, "n")}, w, 1000000000, 1000000000
-          FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
-    ),
-    (
-        "orders",
-        f"""
-        INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, charged_cents, billing_status,
-                            invoice_number, handoff_ticket, created_at, decided_at, decided_by, decision_note)
-        SELECT {_uuid(ORDER, "i")}, {_uuid(CLIENT, "(1 + (i::bigint * 7919) %% %(clients)s)")},
-               CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
-               (%(sellers)s::bigint[])[1 + i %% cardinality(%(sellers)s::bigint[])], status,
-               total, CASE status WHEN 'CONFIRMADO' THEN total ELSE 0 END,
-               CASE status WHEN 'CONFIRMADO' THEN 'FACTURADO' ELSE 'NO_APLICA' END,
-               CASE status WHEN 'CONFIRMADO' THEN 'F-' || i END, CASE status WHEN 'CONFIRMADO' THEN 'T-' || i END,
-               at, CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN at + interval '1 hour' END,
-               CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN %(officer)s::bigint END,
-               CASE WHEN status = 'RECHAZADO' THEN 'Excede el crédito' END
-          FROM generate_series(1, %(orders)s) AS i,
-               LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at,
-                               (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}
-                                 + (1 + i %% 3) * {_PRICE.format(p=_PRODUCT_N.format(k=1))} AS total) AS o""",
-    ),
-    (
-        "order_line",
-        f"""
-        INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)
-        SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, "p")}, 'GRW-' || lpad(p::text, 6, '0'),
-               CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END, {_PRICE.format(p="p")}
-          FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
-               LATERAL (SELECT {_PRODUCT_N.format(k="k")} AS p) AS x""",
-    ),
-    (
-        "stock_reservation",
-        f"""
-        INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, created_at, released_at)
-        SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, _PRODUCT_N.format(k="k"))}, CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
-               CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END,
-               CASE WHEN {_STATUS} = 'CONFIRMADO' THEN 'FIRME' ELSE 'BLANDA' END, {_ORDER_AT},
-               CASE WHEN {_STATUS} = 'RECHAZADO' THEN {_ORDER_AT} + interval '1 hour' END
-          FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k""",
-    ),
-    (
-        "idempotency_keys",
-        f"""
-        INSERT INTO idempotency_keys (request_id, request_hash, order_id, created_at)
-        SELECT {_uuid(KEY, "i")}, md5(i::text), {_uuid(ORDER, "i")}, {_ORDER_AT}
-          FROM generate_series(1, %(orders)s) AS i""",
-    ),
-    # A confirmed order's two events. The payload has create_order's shape, shortened to what the
-    # pages read (the detail page shows it; nothing lists it).
-    (
-        "outbox_event",
-        f"""
-        INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts,
-                                  cycle_started_attempts, next_attempt_at, created_at, delivered_at)
-        SELECT {_uuid(EVENT, "2 * i + k")}, {_uuid(ORDER, "i")},
-               CASE k WHEN 0 THEN 'billing.intent_recorded' ELSE 'order.handoff_requested' END,
-               CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END,
-               jsonb_build_object('order_id', {_uuid(ORDER, "i")}, 'warehouse_id', 'CEN', 'currency', 'ARS',
-                                  'total_cents', i),
-               CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR {_DISCARDED} THEN 'FALLIDO'
-                    ELSE 'ENTREGADO' END,
-               CASE WHEN dead THEN {FAILED_ATTEMPTS} + CASE WHEN i > last_pending OR {_DISCARDED} THEN 0 ELSE 1 END
-                    ELSE 1 END,
-               CASE WHEN dead THEN {FAILED_ATTEMPTS} ELSE 0 END, at, at,
-               CASE WHEN NOT dead THEN at + interval '80 milliseconds'
-                    WHEN i > last_pending OR {_DISCARDED} THEN NULL ELSE at + interval '1 day' END
-          FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
-               LATERAL (SELECT {_ORDER_AT} AS at, {_DEAD} AND k = {_DEAD_K} AS dead,
-                               %(orders)s - %(pending_dead)s * %(step)s AS last_pending) AS x
-         WHERE {_STATUS} = 'CONFIRMADO'""",
-    ),
-    # Dead letters: one per failed event. The newest few are pending; of the rest, one in five was
-    # discarded (its event stays FALLIDO) and the others were replayed and delivered (resolved).
-    (
-        "dead_letter",
-        f"""
-        INSERT INTO dead_letter (event_id, destination, status, attempts, last_error, http_status, error_signature,
-                                 first_failed_at, last_failed_at, created_at, resolved_at, resolved_by, resolution_note)
-        SELECT {_uuid(EVENT, f"2 * i + {_DEAD_K}")}, d, s, {FAILED_ATTEMPTS},
-               'HTTP 503 from ' || d, 503, d || ':http_503', at, at + interval '20 minutes', at + interval '20 minutes',
-               CASE WHEN s <> 'pending' THEN at + interval '1 day' END, CASE WHEN s <> 'pending' THEN 'marta' END,
-               CASE s WHEN 'discarded' THEN 'Emitida a mano' WHEN 'resolved' THEN 'Reintento' END
-          FROM generate_series(1, %(orders)s) AS i,
-               LATERAL (SELECT {_ORDER_AT} AS at,
-                               CASE {_DEAD_K} WHEN 0 THEN 'fiscal' ELSE 'warehouse' END AS d,
-                               CASE WHEN i > %(orders)s - %(pending_dead)s * %(step)s THEN 'pending'
-                                    WHEN {_DISCARDED} THEN 'discarded' ELSE 'resolved' END AS s) AS x
-         WHERE {_DEAD}""",
-    ),
-    # One attempt per delivered try: the successful one, and a failed event's eight.
-    (
-        "delivery_attempt",
-        f"""
-        INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome,
-                                      http_status, error, duration_ms)
-        SELECT e.id, a, e.id, 'worker-1', e.created_at + a * interval '1 second',
-               e.created_at + a * interval '1 second' + interval '40 milliseconds',
-               CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 'ENTREGADO'
-                    WHEN a = {FAILED_ATTEMPTS} THEN 'FALLIDO' ELSE 'REINTENTO' END,
-               CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 201 ELSE 503 END,
-               CASE WHEN a <= {FAILED_ATTEMPTS} AND e.attempts > 1 THEN 'HTTP 503' END, 40
-          FROM outbox_event e, generate_series(1, e.attempts) AS a
-         WHERE e.id >= {_uuid(EVENT, "0")} AND e.id <= {_uuid(EVENT, "2 * %(orders)s + 1")}""",
-    ),
-    # The order-transaction samples of the last day (nexo.ops.recorder purges older ones): /ops and
-    # /metrics read them, so their cost follows the orders of a day, which history does not change.
-    (
-        "order_transaction_sample",
-        f"""
-        INSERT INTO order_transaction_sample (occurred_at, seconds, outcome)
-        SELECT {_ORDER_AT}, 0.004 + (i %% 23) * 0.001,
-               CASE {_STATUS} WHEN 'CONFIRMADO' THEN 'confirmed' ELSE 'pending_authorization' END
-          FROM generate_series(greatest(1, %(orders)s - %(orders)s / 1095), %(orders)s) AS i""",
-    ),
-    (
-        "audit_log",
-        """
-        INSERT INTO audit_log (occurred_at, actor, action, object_type, object_id, details)
-        SELECT resolved_at, 'marta', 'dead_letter.' || CASE status WHEN 'discarded' THEN 'discarded' ELSE 'replayed' END,
-               'dead_letter', id::text, jsonb_build_object('note', resolution_note)
-          FROM dead_letter WHERE status <> 'pending' AND resolved_by = 'marta'""",
-    ),
-    # The books add up on the grown database as on any other (`flask check`, `backup verify`): what the
-    # history's live reservations hold is reserved, and what its orders charged is owed.
-    (
-        "stock_level (reserved)",
-        """
-        UPDATE stock_level s SET reserved = s.reserved + h.held
-          FROM (SELECT product_id, warehouse_id, sum(quantity - dispatched) AS held FROM stock_reservation
-                 WHERE released_at IS NULL AND product_id IN (SELECT id FROM product WHERE sku LIKE 'GRW-%%')
-                 GROUP BY product_id, warehouse_id) AS h
-         WHERE s.product_id = h.product_id AND s.warehouse_id = h.warehouse_id""",
-    ),
-    (
-        "client (exposure)",
-        """
-        UPDATE client c SET exposure_cents = c.exposure_cents + o.charged
-          FROM (SELECT client_id, sum(charged_cents) AS charged FROM orders
-                 WHERE client_id IN (SELECT id FROM client WHERE name LIKE 'Cliente %%') GROUP BY client_id) AS o
-         WHERE c.id = o.client_id""",
-    ),
-]
+
+def _sku_prefix(generation: int) -> str:
+    return "GRW-" if generation == 0 else f"GR{generation}-"
+
+
+def statements(generation: int = 0) -> list[tuple[str, str]]:
+    """The INSERT … SELECTs of one generation of history (see load), as (table, SQL) in load order."""
+    CLIENT, PRODUCT, ORDER, KEY, EVENT = (tag + 16 * generation for tag in TAGS.values())
+    sku = _sku_prefix(generation)
+    client_name = "Cliente " if generation == 0 else f"Cliente {generation}-"
+    clients = f"client_id BETWEEN {_uuid(CLIENT, '0')} AND {_uuid(CLIENT, '%(clients)s::bigint')}"
+    products = f"product_id BETWEEN {_uuid(PRODUCT, '0')} AND {_uuid(PRODUCT, '%(skus)s::bigint')}"
+    return [
+        (
+            "client",
+            f"""
+            INSERT INTO client (id, name, tier, credit_limit_cents, opening_exposure_cents)
+            SELECT {_uuid(CLIENT, "n")}, '{client_name}' || lpad(n::text, 5, '0') || ' ' ||
+                   (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
+                   CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000, 0
+              FROM generate_series(1, %(clients)s) AS n""",
+        ),
+        (
+            "product",
+            f"""
+            INSERT INTO product (id, sku, name)
+            SELECT {_uuid(PRODUCT, "n")}, '{sku}' || lpad(n::text, 6, '0'),
+                   (ARRAY['Tornillo', 'Cable', 'Caño', 'Codo', 'Llave', 'Cemento', 'Pintura', 'Tuerca', 'Bisagra',
+                          'Cerámica'])[1 + n %% 10] || ' modelo ' || n
+              FROM generate_series(1, %(skus)s) AS n""",
+        ),
+        (
+            "price_list",
+            f"""
+            INSERT INTO price_list (product_id, price_cents)
+            SELECT {_uuid(PRODUCT, "n")}, {_PRICE.format(p="n")} FROM generate_series(1, %(skus)s) AS n""",
+        ),
+        (
+            "stock_level",
+            f"""
+            INSERT INTO stock_level (product_id, warehouse_id, on_hand, opening_on_hand)
+            SELECT {_uuid(PRODUCT, "n")}, w, 1000000000, 1000000000
+              FROM generate_series(1, %(skus)s) AS n, unnest(ARRAY['CEN', 'NOR']) AS w""",
+        ),
+        (
+            "orders",
+            f"""
+            INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, charged_cents, billing_status,
+                                invoice_number, handoff_ticket, created_at, decided_at, decided_by, decision_note)
+            SELECT {_uuid(ORDER, "i")}, {_uuid(CLIENT, "(1 + (i::bigint * 7919) %% %(clients)s)")},
+                   CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
+                   (%(sellers)s::bigint[])[1 + i %% cardinality(%(sellers)s::bigint[])], status,
+                   total, CASE status WHEN 'CONFIRMADO' THEN total ELSE 0 END,
+                   CASE status WHEN 'CONFIRMADO' THEN 'FACTURADO' ELSE 'NO_APLICA' END,
+                   CASE status WHEN 'CONFIRMADO' THEN 'F-' || i END, CASE status WHEN 'CONFIRMADO' THEN 'T-' || i END,
+                   at, CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN at + interval '1 hour' END,
+                   CASE WHEN status = 'RECHAZADO' OR i %% 500 = 250 THEN %(officer)s::bigint END,
+                   CASE WHEN status = 'RECHAZADO' THEN 'Excede el crédito' END
+              FROM generate_series(1, %(orders)s) AS i,
+                   LATERAL (SELECT {_STATUS} AS status, {_ORDER_AT} AS at,
+                                   (1 + i %% 5) * {_PRICE.format(p=_PRODUCT_N.format(k=0))}
+                                     + (1 + i %% 3) * {_PRICE.format(p=_PRODUCT_N.format(k=1))} AS total) AS o""",
+        ),
+        (
+            "order_line",
+            f"""
+            INSERT INTO order_line (order_id, product_id, sku, quantity, unit_price_cents)
+            SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, "p")}, '{sku}' || lpad(p::text, 6, '0'),
+                   CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END, {_PRICE.format(p="p")}
+              FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
+                   LATERAL (SELECT {_PRODUCT_N.format(k="k")} AS p) AS x""",
+        ),
+        (
+            "stock_reservation",
+            f"""
+            INSERT INTO stock_reservation (order_id, product_id, warehouse_id, quantity, kind, created_at, released_at)
+            SELECT {_uuid(ORDER, "i")}, {_uuid(PRODUCT, _PRODUCT_N.format(k="k"))},
+                   CASE WHEN i %% 3 = 0 THEN 'NOR' ELSE 'CEN' END,
+                   CASE k WHEN 0 THEN 1 + i %% 5 ELSE 1 + i %% 3 END,
+                   CASE WHEN {_STATUS} = 'CONFIRMADO' THEN 'FIRME' ELSE 'BLANDA' END, {_ORDER_AT},
+                   CASE WHEN {_STATUS} = 'RECHAZADO' THEN {_ORDER_AT} + interval '1 hour' END
+              FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k""",
+        ),
+        (
+            "idempotency_keys",
+            f"""
+            INSERT INTO idempotency_keys (request_id, request_hash, order_id, created_at)
+            SELECT {_uuid(KEY, "i")}, md5(i::text), {_uuid(ORDER, "i")}, {_ORDER_AT}
+              FROM generate_series(1, %(orders)s) AS i""",
+        ),
+        # A confirmed order's two events. The payload has create_order's shape, shortened to what the
+        # pages read (the detail page shows it; nothing lists it).
+        (
+            "outbox_event",
+            f"""
+            INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts,
+                                      cycle_started_attempts, next_attempt_at, created_at, delivered_at)
+            SELECT {_uuid(EVENT, "2 * i + k")}, {_uuid(ORDER, "i")},
+                   CASE k WHEN 0 THEN 'billing.intent_recorded' ELSE 'order.handoff_requested' END,
+                   CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END,
+                   jsonb_build_object('order_id', {_uuid(ORDER, "i")}, 'warehouse_id', 'CEN', 'currency', 'ARS',
+                                      'total_cents', i),
+                   CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR {_DISCARDED} THEN 'FALLIDO'
+                        ELSE 'ENTREGADO' END,
+                   CASE WHEN dead THEN {FAILED_ATTEMPTS} + CASE WHEN i > last_pending OR {_DISCARDED} THEN 0 ELSE 1 END
+                        ELSE 1 END,
+                   CASE WHEN dead THEN {FAILED_ATTEMPTS} ELSE 0 END, at, at,
+                   CASE WHEN NOT dead THEN at + interval '80 milliseconds'
+                        WHEN i > last_pending OR {_DISCARDED} THEN NULL ELSE at + interval '1 day' END
+              FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
+                   LATERAL (SELECT {_ORDER_AT} AS at, {_DEAD} AND k = {_DEAD_K} AS dead,
+                                   %(orders)s - %(pending_dead)s * %(step)s AS last_pending) AS x
+             WHERE {_STATUS} = 'CONFIRMADO'""",
+        ),
+        # Dead letters: one per failed event. The newest few are pending; of the rest, one in five was
+        # discarded (its event stays FALLIDO) and the others were replayed and delivered (resolved).
+        (
+            "dead_letter",
+            f"""
+            INSERT INTO dead_letter (event_id, destination, status, attempts, last_error, http_status, error_signature,
+                                     first_failed_at, last_failed_at, created_at, resolved_at, resolved_by, resolution_note)
+            SELECT {_uuid(EVENT, f"2 * i + {_DEAD_K}")}, d, s, {FAILED_ATTEMPTS},
+                   'HTTP 503 from ' || d, 503, d || ':http_503', at, at + interval '20 minutes', at + interval '20 minutes',
+                   CASE WHEN s <> 'pending' THEN at + interval '1 day' END, CASE WHEN s <> 'pending' THEN 'marta' END,
+                   CASE s WHEN 'discarded' THEN 'Emitida a mano' WHEN 'resolved' THEN 'Reintento' END
+              FROM generate_series(1, %(orders)s) AS i,
+                   LATERAL (SELECT {_ORDER_AT} AS at,
+                                   CASE {_DEAD_K} WHEN 0 THEN 'fiscal' ELSE 'warehouse' END AS d,
+                                   CASE WHEN i > %(orders)s - %(pending_dead)s * %(step)s THEN 'pending'
+                                        WHEN {_DISCARDED} THEN 'discarded' ELSE 'resolved' END AS s) AS x
+             WHERE {_DEAD}""",
+        ),
+        # One attempt per delivered try: the successful one, and a failed event's eight.
+        (
+            "delivery_attempt",
+            f"""
+            INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome,
+                                          http_status, error, duration_ms)
+            SELECT e.id, a, e.id, 'worker-1', e.created_at + a * interval '1 second',
+                   e.created_at + a * interval '1 second' + interval '40 milliseconds',
+                   CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 'ENTREGADO'
+                        WHEN a = {FAILED_ATTEMPTS} THEN 'FALLIDO' ELSE 'REINTENTO' END,
+                   CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 201 ELSE 503 END,
+                   CASE WHEN a <= {FAILED_ATTEMPTS} AND e.attempts > 1 THEN 'HTTP 503' END, 40
+              FROM outbox_event e, generate_series(1, e.attempts) AS a
+             WHERE e.id >= {_uuid(EVENT, "0")} AND e.id <= {_uuid(EVENT, "2 * %(orders)s + 1")}""",
+        ),
+        # The order-transaction samples of the last day (nexo.ops.recorder purges older ones): /ops and
+        # /metrics read them, so their cost follows the orders of a day, which history does not change.
+        (
+            "order_transaction_sample",
+            f"""
+            INSERT INTO order_transaction_sample (occurred_at, seconds, outcome)
+            SELECT {_ORDER_AT}, 0.004 + (i %% 23) * 0.001,
+                   CASE {_STATUS} WHEN 'CONFIRMADO' THEN 'confirmed' ELSE 'pending_authorization' END
+              FROM generate_series(greatest(1, %(orders)s - %(orders)s / 1095), %(orders)s) AS i""",
+        ),
+        (
+            "audit_log",
+            f"""
+            INSERT INTO audit_log (occurred_at, actor, action, object_type, object_id, details)
+            SELECT resolved_at, 'marta', 'dead_letter.' || CASE status WHEN 'discarded' THEN 'discarded' ELSE 'replayed' END,
+                   'dead_letter', id::text, jsonb_build_object('note', resolution_note)
+              FROM dead_letter WHERE status <> 'pending' AND resolved_by = 'marta'
+               AND event_id BETWEEN {_uuid(EVENT, "0")} AND {_uuid(EVENT, "2 * %(orders)s + 1")}""",
+        ),
+        # The books add up on the grown database as on any other (`flask check`, `backup verify`): what the
+        # history's live reservations hold is reserved, and what its orders charged is owed.
+        (
+            "stock_level (reserved)",
+            f"""
+            UPDATE stock_level s SET reserved = s.reserved + h.held
+              FROM (SELECT product_id, warehouse_id, sum(quantity - dispatched) AS held FROM stock_reservation
+                     WHERE released_at IS NULL AND {products}
+                     GROUP BY product_id, warehouse_id) AS h
+             WHERE s.product_id = h.product_id AND s.warehouse_id = h.warehouse_id""",
+        ),
+        (
+            "client (exposure)",
+            f"""
+            UPDATE client c SET exposure_cents = c.exposure_cents + o.charged
+              FROM (SELECT client_id, sum(charged_cents) AS charged FROM orders
+                     WHERE {clients} GROUP BY client_id) AS o
+             WHERE c.id = o.client_id""",
+        ),
+    ]
+
 
 BIG_TABLES = (
     "orders",
@@ -243,11 +259,16 @@ BIG_TABLES = (
 )
 
 
-def load(conn, volume: Volume, report=None) -> dict[str, int]:
+def load(conn, volume: Volume, report=None, *, generation: int = 0, waiting: bool = True) -> dict[str, int]:
     """Insert the history in the caller's transaction; return the rows each table received.
 
     Needs the Nexo morning (warehouses CEN and NOR, the demo salespeople and credit officer) loaded
     first. report(table, rows, seconds) is called after each statement, for progress output.
+    A database takes one load per generation: each generation's ids (its table tags + 16 × generation),
+    SKUs (GRW-, GR1-, …) and client names are its own, so the growth phase can load a first page's worth
+    (generation 1) under the years of history (generation 0). waiting=False: no order of this load waits
+    for credit (one in seven of the newest 140 does otherwise), so the authorization queue shows what an
+    earlier generation left in it, as it would after years in which the officer worked through it.
     """
     import time
 
@@ -270,6 +291,7 @@ def load(conn, volume: Volume, report=None) -> dict[str, int]:
         "span": SPAN,
         "sellers": sellers,
         "officer": officer,
+        "waiting_span": WAITING_SPAN if waiting else 0,
         "pending_dead": min(PENDING_DEAD_LETTERS, max(1, volume.dead_letters // 100)),
     }
     if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()["rolsuper"]:
@@ -277,7 +299,7 @@ def load(conn, volume: Volume, report=None) -> dict[str, int]:
         # double the load time. Only a superuser may skip them (and only for this transaction).
         conn.execute("SET LOCAL session_replication_role = replica")
     counts = {}
-    for table, sql in STATEMENTS:
+    for table, sql in statements(generation):
         if table == "stock_level (reserved)":
             # The books-add-up updates join what this transaction just loaded. Their plans need its
             # statistics, which autovacuum may not have taken yet (ANALYZE here counts this transaction's
@@ -294,6 +316,21 @@ def load(conn, volume: Volume, report=None) -> dict[str, int]:
     # the version here, or the web processes would keep showing the clients they had before the load.
     conn.execute("UPDATE list_version SET version = gen_random_uuid() WHERE list = 'client'")
     return counts
+
+
+def add_clients(conn, first: int, last: int) -> int:
+    """Add generation 0's clients numbered first..last (a distributor with many more clients than the
+    history's orders name) in the caller's transaction; return how many. The client list's trigger moves
+    its version (migration 0090), so the web processes see them."""
+    return conn.execute(
+        f"""
+        INSERT INTO client (id, name, tier, credit_limit_cents, opening_exposure_cents)
+        SELECT {_uuid(TAGS["client"], "n")}, 'Cliente ' || lpad(n::text, 6, '0') || ' ' ||
+               (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
+               CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000, 0
+          FROM generate_series(%(first)s, %(last)s) AS n""",
+        {"first": first, "last": last},
+    ).rowcount
 
 
 def vacuum(conn) -> None:

@@ -28,7 +28,7 @@ class Scale:
     growth_volume: Volume = FULL  # the history the growth phase loads
     growth_entry_s: float = 6  # per order-entry measurement of the growth phase (twice: empty, grown)
     page_s: float = 3  # per page-load measurement of the growth phase
-    mixed_rates: tuple = (50, 75, 100, 150, 200, 250, 300)  # orders/s of the mixed phase's steps
+    mixed_rates: tuple = (50, 75, 100, 150, 200, 250, 300, 350, 400)  # orders/s of the mixed phase's steps
     mixed_step_s: float = 8  # seconds per step of the mixed phase
     backup_volume: Volume = FULL  # the history the backup phase backs up (ADR-016: the growth database)
     backup_hour_orders: int = 180_000  # orders written between the base backup and the restore: an hour at 50/s

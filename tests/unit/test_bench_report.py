@@ -71,7 +71,7 @@ def test_floor_verdicts_are_each_paths_share_of_its_floor_and_the_table_prints_t
         "relay_throughput": [{"workers": 2, "events": 300, "seconds": 0.3, "events_per_s": 900.0, "failed": 0}],
     }
     checked = report.targets_floor(results)
-    measured = {t["target"]: (round(t["measured"], 3), t["met"]) for t in checked}
+    measured = {t["target"]: (round(t["measured"], 3), t["met"]) for t in checked if t["measured"] is not None}
     assert measured["direct create_order @8 ÷ order floor @8"] == (0.75, True)
     assert measured["HTTP form @8 ÷ order floor @8"] == (0.3, False)
     assert measured["relay, 2 workers ÷ delivery floor"] == (0.45, False)
@@ -87,3 +87,39 @@ def test_floor_verdicts_are_each_paths_share_of_its_floor_and_the_table_prints_t
 
 def _pgbench(tps: float) -> dict:
     return {"tpcb-like": {"tps": tps, "latency_ms": 8.0}, "simple-update": {"tps": tps, "latency_ms": 8.0}}
+
+
+def _page(cpu_ms: float, kb: float, errors: int = 0) -> dict:
+    return {
+        "cpu_ms_per_op": {"gunicorn": cpu_ms, "load generator": 9.0},
+        "p50_ms": 5.0,
+        "per_s": 100.0,
+        "bytes": kb * 1024,
+        "errors": errors,
+    }
+
+
+def test_round_3_verdicts_read_the_tail_the_web_cpu_and_growth_against_a_first_page():
+    growth = {
+        "first_page": {"GET /orders/new": _page(2.0, 12), "GET /credit/queue": _page(4.0, 80)},
+        "grown": {"GET /orders/new": _page(2.2, 12), "GET /credit/queue": _page(6.4, 86)},
+        "many_clients": {"clients": 101_205, "added": 90_000, "pages": {"GET /orders/new": _page(2.1, 41)}},
+    }
+    results = {
+        "http": [{"concurrency": 8, "per_s": 120.0, "p99_ms": 90.0, "errors": 0, "cpu_ms_per_op": {"gunicorn": 1.4}}],
+        "mixed": {"highest_sustained_rate": 300, "steps": [{"rate": 200, "p99_ms": 60.0}, {"rate": 250, "p99_ms": 101.0}]},
+        "growth": growth,
+    }
+    measured = {t["target"]: (t["measured"], t["met"]) for t in report.targets_floor(results)}
+    assert measured["mixed: highest sustained rate"] == (300, False)
+    assert measured["mixed: POST p99 at 250 orders/s"] == (101.0, False)
+    assert measured["HTTP @8: web CPU per order"] == (1.4, True)
+    # the queue grew 1.6× (load generator's CPU left out); the form did not, but at 101,205 clients it is 41 KB
+    assert measured["growth rows over 1.5×, first page → grown"] == (1, False)
+    assert measured["GET /orders/new, 10,000 clients"] == (12 * 1024, True)
+    assert measured["GET /orders/new, 100,000 clients"] == (41 * 1024, False)
+    rows = {r["what"]: r for r in report.growth.verdicts(growth)}
+    assert rows["GET /orders/new, 101,205 clients"]["ratio"] == 2.1 / 2.0
+    # A phase that stopped below 250 orders/s measured no p99 there: not measured, not failed.
+    stopped = {**results, "mixed": {"highest_sustained_rate": 150, "steps": [{"rate": 200, "p99_ms": 900.0}]}}
+    assert {t["target"]: t["met"] for t in report.targets_floor(stopped)}["mixed: POST p99 at 250 orders/s"] is None
