@@ -169,12 +169,16 @@ def _fail_over(cluster, stream: OrderStream, hosts: dict, say) -> dict[str, floa
     return recovered
 
 
-def _check_books(cluster, created: set[str], fakes: dict[str, str], env: dict) -> None:
-    """Every order that got its 303 is kept, each event reached its fake once, nothing restarted, the books add up."""
+def _check_books(cluster, created: set[str], since, fakes: dict[str, str], env: dict) -> None:
+    """Every order that got its 303 is kept and no other was made since the stream began (a form a 503
+    answered and sent again is one order, whether its first try committed or not), each event reached its
+    fake once, nothing restarted, the books add up."""
     with psycopg.connect(cluster.direct_url(), autocommit=True) as conn:
         wait_for(lambda: _undelivered(conn) == 0, 120, "every event delivered")
         kept = conn.execute("SELECT id::text FROM orders WHERE id = ANY(%s::uuid[])", [list(created)]).fetchall()
         assert len(kept) == len(created), "an order that got its 303 is missing"
+        made = {r[0] for r in conn.execute("SELECT id::text FROM orders WHERE created_at >= %s", [since]).fetchall()}
+        assert made == created, f"{len(made - created)} order(s) no answer named"
         delivered = conn.execute("SELECT id::text, destination FROM outbox_event WHERE status = 'ENTREGADO'").fetchall()
         restarts = conn.execute(
             "SELECT host, program, kind FROM process_event WHERE kind IN ('exited', 'backoff', 'fatal', 'worker_exited')"
@@ -210,6 +214,8 @@ def test_orders_survive_a_patroni_failover_and_a_sentinel_failover_without_a_res
         for host in hosts.values():
             host.wait_ready()
         pids = {name: host.pids() for name, host in hosts.items()}
+        with psycopg.connect(cluster.direct_url(), autocommit=True) as conn:
+            began = conn.execute("SELECT now()").fetchone()[0]  # the database's clock, which created_at reads
         with OrderStream({name: host.url for name, host in hosts.items()}, ["vendedor1", "vendedor2"]) as stream:
             for name in hosts:
                 wait_for(lambda name=name: len(stream.created(host=name)) >= 10, 60, f"orders through {name}")
@@ -222,7 +228,7 @@ def test_orders_survive_a_patroni_failover_and_a_sentinel_failover_without_a_res
         assert not stream.errors, stream.errors  # no web host stopped answering
         for name, seconds in recovered.items():
             assert seconds < RECOVERY_GOAL_S, f"{name} took {seconds:.1f} s to take orders again"
-        _check_books(cluster, set(stream.created()), {"fiscal": fiscal_url, "warehouse": warehouse_url}, env)
+        _check_books(cluster, set(stream.created()), began, {"fiscal": fiscal_url, "warehouse": warehouse_url}, env)
         assert {name: host.pids() for name, host in hosts.items()} == pids, "a program of Nexo was restarted"
     finally:
         for host in hosts.values():
