@@ -49,7 +49,9 @@ lint: $(STAMP)
 	$(PY) -m mypy
 	$(PY) scripts/check_layers.py
 
+# PgBouncer for the fleet phase (bench/pgbouncer.py): installed here too, so a fresh machine's run gets there.
 bench: $(STAMP)
+	@bash scripts/ensure_cluster_tools.sh
 	$(PY) scripts/stack.py exec --throwaway -- $(PY) -m bench
 
 # Recompile the pinned, hashed requirements after editing pyproject.toml's dependencies.
