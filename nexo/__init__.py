@@ -57,9 +57,8 @@ def create_app(settings: Settings | None = None, test_config: dict[str, Any] | N
     if test_config:
         app.config.update(test_config)
     observability.configure_logging()
-    observability.init_app(
-        app, server_timing=settings.server_timing
-    )  # first of all request hooks: even a CSRF refusal is logged with its request id
+    # First of all request hooks: even a CSRF refusal is logged with its request id.
+    observability.init_app(app, server_timing=settings.server_timing)
     extensions.init_app(app, settings)  # the pool, Redis, CSRF
     outbox.init_app(app, settings)  # the relay wake-up rung after each commit (ADR-004)
     formatting.init_app(app)  # |money, |local_time, |duration

@@ -67,13 +67,14 @@ def init_app(app, *, server_timing: bool = False) -> None:
         g.request_id = new_request_id(request.headers.get("X-Request-ID"))
         bind_request_id(g.request_id)
         if server_timing:
-            g.timing = (time.time(), time.perf_counter(), request_timing.begin())
+            request_timing.begin()
+            g.timing = (time.time(), time.perf_counter())
 
     def echo_in_response(response):
         response.headers["X-Request-ID"] = g.get("request_id", "-")
         timing = g.get("timing")
         if timing is not None:
-            received, began, _ = timing
+            received, began = timing
             parts = request_timing.spent()
             sent = request_timing.request_start(request.headers.get("X-Request-Start"))
             if sent is not None:
@@ -84,9 +85,8 @@ def init_app(app, *, server_timing: bool = False) -> None:
 
     def unbind_after_request(_error=None):
         request_id_var.set("-")
-        timing = g.pop("timing", None)
-        if timing is not None:
-            request_timing.end(timing[2])
+        if g.pop("timing", None) is not None:
+            request_timing.end()
 
     app.before_request(bind_to_request)
     app.after_request(echo_in_response)

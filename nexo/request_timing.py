@@ -21,13 +21,14 @@ import contextvars
 _spent: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("request_timing", default=None)
 
 
-def begin() -> contextvars.Token:
-    """Start counting for the current request; reset with the token at its end."""
-    return _spent.set({})
+def begin() -> None:
+    """Start counting for the current request."""
+    _spent.set({})
 
 
-def end(token: contextvars.Token) -> None:
-    _spent.reset(token)
+def end() -> None:
+    """Stop counting: the thread's next work, request or not, starts from nothing."""
+    _spent.set(None)
 
 
 def add(part: str, seconds: float) -> None:
