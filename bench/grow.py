@@ -328,7 +328,7 @@ def add_clients(conn, first: int, last: int) -> int:
         SELECT {_uuid(TAGS["client"], "n")}, 'Cliente ' || lpad(n::text, 6, '0') || ' ' ||
                (ARRAY['Ferretería', 'Corralón', 'Obras', 'Sanitarios', 'Pinturería'])[1 + n %% 5],
                CASE WHEN n %% 20 = 0 THEN 'PLATINO' ELSE 'REGULAR' END, 1000000000000000, 0
-          FROM generate_series(%(first)s, %(last)s) AS n""",
+          FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS n""",
         {"first": first, "last": last},
     ).rowcount
 
