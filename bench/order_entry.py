@@ -23,7 +23,7 @@ def direct(database_url: str, data: BenchData, threads: int, duration_s: float, 
     db = Database(database_url, max_size=threads, timeout_s=60, name="bench-direct")
     db.pool.wait(timeout=30)
     settings = Settings.from_env()  # RELAY_WAKEUP=off for the diagnostic run (bench/__main__.py)
-    ring = Wakeup(make_redis(settings.redis_url), settings)
+    ring = Wakeup(make_redis(settings.redis_url), settings, in_background=True)  # as the web tier rings it
 
     def order(_state, rng: random.Random):
         i = rng.randrange(len(data.salesperson_ids))

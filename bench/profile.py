@@ -38,55 +38,71 @@ def _py_spy() -> str:
     return found
 
 
-def start(name: str, pids: list[int]) -> list[tuple[subprocess.Popen, Path]]:
-    """One `py-spy record` per process (children included, for gunicorn's workers); stop with finish()."""
+# Two views of the same processes: "wall" samples every thread that is not idle, which counts a thread
+# waiting on Postgres's socket too (psycopg waits in C, where py-spy cannot tell it idle); "gil" samples
+# only the thread holding the GIL, which is where the process's Python CPU goes.
+VIEWS = {"wall": [], "gil": ["--gil"]}
+
+
+def start(name: str, pids: list[int]) -> list[tuple[subprocess.Popen, Path, str]]:
+    """Two `py-spy record` per process (children included, for gunicorn's workers); stop with finish()."""
     PROFILES.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     recorders = []
     for pid in pids:
-        out = PROFILES / f"{stamp}-{name}-{pid}.folded"
-        proc = subprocess.Popen(
-            [
-                _py_spy(),
-                "record",
-                "--pid",
-                str(pid),
-                "--subprocesses",
-                "--format",
-                "raw",
-                "--rate",
-                "200",
-                "--nonblocking",
-                "--output",
-                str(out),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        recorders.append((proc, out))
+        for view, flags in VIEWS.items():
+            out = PROFILES / f"{stamp}-{name}-{view}-{pid}.folded"
+            proc = subprocess.Popen(
+                [
+                    _py_spy(),
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--subprocesses",
+                    *flags,
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "100",
+                    "--nonblocking",
+                    "--output",
+                    str(out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            recorders.append((proc, out, view))
     return recorders
 
 
-def finish(name: str, recorders: list[tuple[subprocess.Popen, Path]]) -> Path | None:
-    """Stop the recorders (SIGINT makes py-spy write its file) and write a summary; return its path."""
-    for proc, _ in recorders:
+def finish(name: str, recorders: list[tuple[subprocess.Popen, Path, str]]) -> Path | None:
+    """Stop the recorders (SIGINT makes py-spy write its file) and write one summary of both views; return its path."""
+    for proc, _, _ in recorders:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
-    stacks: Counter = Counter()
-    for proc, out in recorders:
+    stacks: dict[str, Counter] = {view: Counter() for view in VIEWS}
+    for proc, out, view in recorders:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=30)
         if out.exists():
             for line in out.read_text().splitlines():
                 frames, _, count = line.rpartition(" ")
                 if count.isdigit():
-                    stacks[frames] += int(count)
-    if not stacks:
+                    stacks[view][frames] += int(count)
+    if not any(stacks.values()):
         return None
     summary = PROFILES / f"{time.strftime('%Y%m%dT%H%M%S')}-{name}-summary.txt"
-    summary.write_text(summarise(stacks))
+    summary.write_text(
+        "\n".join(f"== {view}: {VIEW_TITLES[view]}\n{summarise(counter)}" for view, counter in stacks.items() if counter)
+    )
     print(f"[bench]   profile of {name}: {summary.relative_to(RESULTS.parent.parent)}", flush=True)
     return summary
+
+
+VIEW_TITLES = {
+    "wall": "threads not idle, waits on Postgres included",
+    "gil": "the thread holding the GIL: the process's Python CPU",
+}
 
 
 def summarise(stacks: Counter, top: int = 40) -> str:

@@ -19,8 +19,11 @@ the use cases that commit events; nothing here finds Redis or the settings by it
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
+import os
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -216,20 +219,41 @@ def withdraw(connection: redis.Redis, settings: Settings, wakeups: list[QueuedWa
 
 
 class Wakeup:
-    """The commit-time wake-up of one process: its Redis client and settings, built once and passed in."""
+    """The commit-time wake-up of one process: its Redis client and settings, built once and passed in.
 
-    def __init__(self, connection: redis.Redis, settings: Settings):
+    `in_background` (the web tier's, nexo/outbox/__init__.py): request_delivery only hands the ids to one
+    thread of the process, which rings Redis for every commit handed to it since its last ring. The
+    request then waits for no Redis round trip (a Redis that does not answer costs its thread the
+    connect timeout, not each order), and the commits of one moment share one SET NX. Coalescing keeps
+    the rule above: the thread rings after the commits it covers, so a drain job either had not claimed
+    yet or is rung anew (ADR-008). A wake-up still in that thread when the process dies is lost like one
+    Redis never got: the sweeper delivers its events (ADR-004).
+    """
+
+    def __init__(self, connection: redis.Redis, settings: Settings, *, in_background: bool = False):
         self.connection = connection
         self.settings = settings
+        self._ringer = _Ringer(self._ring) if in_background else None
 
     def request_delivery(self, event_ids) -> None:
         """Ask the RQ workers to deliver these committed events now; never raises."""
         event_ids = [str(e) for e in event_ids]
         if not event_ids or not self.settings.relay_wakeup:
             return
+        current = request_id_var.get()
+        request_id = None if current == "-" else current
+        if self._ringer is None:
+            self._ring(event_ids, request_id)
+        else:
+            self._ringer.hand_over(event_ids, request_id)
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every wake-up handed over so far has been rung (tests, shutdown); True if it was."""
+        return True if self._ringer is None else self._ringer.flush(timeout_s)
+
+    def _ring(self, event_ids: list[str], request_id: str | None) -> None:
         try:
-            request_id = request_id_var.get()
-            enqueue_drain(self.connection, self.settings, event_ids, None if request_id == "-" else request_id)
+            enqueue_drain(self.connection, self.settings, event_ids, request_id)
         except Exception as exc:  # Redis down, or anything else: the sweeper will find these events (ADR-004)
             log.warning(
                 "wake-up not sent for %d event(s) (%s: %s); the sweeper will deliver them",
@@ -237,6 +261,56 @@ class Wakeup:
                 type(exc).__name__,
                 exc,
             )
+
+
+class _Ringer:
+    """The one thread of a process that rings the relay for the commits handed to it (Wakeup, in_background).
+
+    Started by the first hand-over in each process (gunicorn forks its workers after create_app, and a
+    thread does not survive a fork). Each ring covers every id handed over before it (at most
+    EVENTS_PER_JOB of them name the job; a drain job claims every due event anyway).
+    """
+
+    def __init__(self, ring):
+        self._ring = ring
+        self._lock = threading.Lock()
+        self._handed = threading.Condition(self._lock)
+        self._pending: list[tuple[list[str], str | None]] = []
+        self._ringing = False
+        self._pid: int | None = None
+
+    def hand_over(self, event_ids: list[str], request_id: str | None) -> None:
+        with self._lock:
+            self._pending.append((event_ids, request_id))
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="nexo-wakeup", daemon=True).start()
+                # A worker stopped by a deploy rings what it still holds before it exits (briefly: the
+                # sweeper covers the rest).
+                atexit.register(self.flush, 1.0)
+            self._handed.notify_all()
+
+    def flush(self, timeout_s: float) -> bool:
+        with self._lock:
+            return self._handed.wait_for(lambda: not self._pending and not self._ringing, timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._handed.wait_for(lambda: self._pending)
+                batch, self._pending, self._ringing = self._pending, [], True
+            try:
+                event_ids = [event_id for ids, _ in batch for event_id in ids]
+                self._ring(event_ids[:EVENTS_PER_JOB], batch[0][1])  # the first commit's request names the job
+            except BaseException:  # _ring never raises; were it to, the next hand-over still finds a thread
+                log.exception("wake-up thread stopped")
+                with self._lock:
+                    self._pid, self._ringing = None, False
+                    self._handed.notify_all()
+                return
+            with self._lock:
+                self._ringing = False
+                self._handed.notify_all()
 
 
 def request_delivery(event_ids, *, connection: redis.Redis, settings: Settings) -> None:
