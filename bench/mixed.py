@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import Counter
 
 import redis
 
@@ -35,10 +36,72 @@ OLDEST_PENDING = (
 )
 
 
-def _sample_pending(db, stop: threading.Event, ages: list[float]) -> None:
-    while not stop.wait(0.2):
-        with db.reading() as conn:
-            ages.append(conn.execute(OLDEST_PENDING).fetchone()["age"])
+# What Postgres's sessions are doing inside a transaction (the `tx` part split further): running or
+# waiting for a core (no wait event), waiting for their client (idle in transaction: the round trip and
+# the Python between statements), for a lock on a hot row, or for the WAL and the disk.
+SESSIONS = """
+SELECT CASE WHEN state = 'idle in transaction' THEN 'client'
+            WHEN wait_event_type IS NULL THEN 'running'
+            WHEN wait_event_type = 'Lock' THEN 'lock:' || wait_event
+            WHEN wait_event_type IN ('IO', 'LWLock') THEN lower(wait_event_type) || ':' || wait_event
+            ELSE lower(wait_event_type) || ':' || wait_event END AS doing,
+       count(*) AS n
+  FROM pg_stat_activity
+ WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+   AND (state = 'idle in transaction' OR (state = 'active' AND xact_start IS NOT NULL))
+ GROUP BY 1
+"""
+SESSIONS_EVERY_S = 0.05
+
+
+class _Watch:
+    """The step's two samplers: the oldest PENDIENTE's age (until stopped, so the backlog drains into it) and
+    what the sessions in a transaction do (only while orders are sent)."""
+
+    def __init__(self, db):
+        self.db = db
+        self.ages: list[float] = []
+        self.seen: Counter = Counter()
+        self.samples = 0
+        self.sending_done, self.done = threading.Event(), threading.Event()
+        self.threads = [threading.Thread(target=f, daemon=True) for f in (self._pending, self._sessions)]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def orders_sent(self) -> None:
+        self.sending_done.set()
+
+    def stop(self) -> None:
+        self.sending_done.set()
+        self.done.set()
+        for thread in self.threads:
+            thread.join()
+
+    def _pending(self) -> None:
+        while not self.done.wait(0.2):
+            with self.db.reading() as conn:
+                self.ages.append(conn.execute(OLDEST_PENDING).fetchone()["age"])
+
+    def _sessions(self) -> None:
+        with self.db.reading_one() as conn:
+            while not self.sending_done.wait(SESSIONS_EVERY_S):
+                for row in conn.execute(SESSIONS):
+                    self.seen[row["doing"]] += row["n"]
+                self.samples += 1
+
+
+def sessions_summary(seen: Counter, samples: int, top: int = 6) -> dict | None:
+    """Sessions in a transaction on average, and each activity's share of them (the `top` largest, the rest summed)."""
+    total = sum(seen.values())
+    if not samples or not total:
+        return None
+    shares = {doing: round(100 * n / total, 1) for doing, n in seen.most_common(top)}
+    rest = round(100 - sum(shares.values()), 1)
+    if rest > 0.05:
+        shares["other"] = rest
+    return {"in_transaction_avg": round(total / samples, 2), "share_pct": shares}
 
 
 def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
@@ -47,8 +110,6 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
     latencies: list[float] = []
     splits: list[dict[str, float]] = []
     errors: list[str] = []
-    ages: list[float] = []
-    stop = threading.Event()
 
     def send(person, rng_seed: int) -> None:
         import random
@@ -78,10 +139,10 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
                     latencies.append(answered - due)
                     splits.append(_split(person.timing, due, sent, answered))
 
-    sampler = threading.Thread(target=_sample_pending, args=(db, stop, ages), daemon=True)
+    watch = _Watch(db)
     meter.start()
     start = time.perf_counter() + 0.05
-    sampler.start()
+    watch.start()
     threads = [threading.Thread(target=send, args=(tabs[i], i * 31 + int(rate)), daemon=True) for i in range(SENDERS)]
     for thread in threads:
         thread.start()
@@ -89,12 +150,13 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
         thread.join(timeout=seconds + 120)
     took = time.perf_counter() - start
     cpu = meter.per_op(count)
+    watch.orders_sent()
+    ages = watch.ages
     # The events of the step's last orders: wait until they are delivered (or the backlog is obvious).
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and (not ages or ages[-1] > 0):
         time.sleep(0.2)
-    stop.set()
-    sampler.join()
+    watch.stop()
     ms = [x * 1000 for x in latencies]
     worst_age = max(ages) if ages else None
     achieved = len(latencies) / took if took else 0.0
@@ -110,6 +172,7 @@ def _step(tabs, data, db, rate: float, seconds: float, meter: CpuMeter) -> dict:
         "p99_ms": _round(percentile(ms, 99)),
         "oldest_pending_max_s": None if worst_age is None else round(worst_age, 3),
         **tail_parts(ms, splits),
+        "sessions": sessions_summary(watch.seen, watch.samples),
         "cpu_ms_per_order": cpu,
         "sustained": not errors and achieved >= 0.95 * rate and worst_age is not None and worst_age < MAX_PENDING_AGE_S,
     }
@@ -203,6 +266,16 @@ def table(mixed: dict) -> list[str]:
         p99, slowest = s.get("p99_ms_by_part"), s.get("slowest_1pct_ms_by_part")
         if p99 and slowest:
             lines.append(f"    {s['rate']:>6g}  " + "".join(f"{f'{p99[k]} · {slowest[k]}':>15}" for k in PARTS))
+    lines.append(
+        "    Postgres's sessions inside a transaction, sampled every 50 ms while orders are sent: how many on"
+        " average, and what they do (running = on a core or waiting for one; client = waiting for Nexo"
+        " between statements; lock:, lwlock:, io: = waiting for a row, an internal lock, the disk or the WAL)"
+    )
+    for s in mixed["steps"]:
+        summary = s.get("sessions")
+        if summary:
+            shares = " · ".join(f"{doing} {pct} %" for doing, pct in summary["share_pct"].items())
+            lines.append(f"    {s['rate']:>6g}  {summary['in_transaction_avg']:>5} sessions: {shares}")
     best = mixed["highest_sustained_rate"]
     lines.append(
         f"    highest sustained rate: {best if best is not None else 'none'} orders/s"

@@ -123,3 +123,17 @@ def test_round_3_verdicts_read_the_tail_the_web_cpu_and_growth_against_a_first_p
     # A phase that stopped below 250 orders/s measured no p99 there: not measured, not failed.
     stopped = {**results, "mixed": {"highest_sustained_rate": 150, "steps": [{"rate": 200, "p99_ms": 900.0}]}}
     assert {t["target"]: t["met"] for t in report.targets_floor(stopped)}["mixed: POST p99 at 250 orders/s"] is None
+
+
+def test_the_sessions_split_names_the_largest_activities_and_sums_the_rest():
+    from collections import Counter
+
+    from bench.mixed import sessions_summary
+
+    seen = Counter({"running": 50, "client": 30, "lock:transactionid": 10, "io:WalSync": 6, "lwlock:WALWrite": 4})
+    summary = sessions_summary(seen, samples=20, top=3)
+    assert summary == {
+        "in_transaction_avg": 5.0,
+        "share_pct": {"running": 50.0, "client": 30.0, "lock:transactionid": 10.0, "other": 10.0},
+    }
+    assert sessions_summary(Counter(), samples=20) is None  # nothing was ever in a transaction: no split to print
