@@ -30,7 +30,8 @@ EffectWriter = Callable[[Conn, Effects], None]
 
 
 def _write(sql: str, *values: object) -> EffectWriter:
-    # values: the statement's parameters before the (order id, effect) arrays (the state it writes, say)
+    # values: the statement's parameters before the (order id, effect) arrays (the state it writes, say);
+    # the arrays go in binary (%b), like the rest of the relay's batch SQL (outbox/repository.py says why)
     def write(conn: Conn, effects: Effects) -> None:
         conn.execute(sql, [*values, [order_id for order_id, _ in effects], [effect for _, effect in effects]])
 
@@ -40,18 +41,18 @@ def _write(sql: str, *values: object) -> EffectWriter:
 # The fiscal provider's effects on the order: billed with its invoice number; a credit note cancels it.
 _billed = _write(
     "UPDATE orders o SET billing_status = %s, invoice_number = v.effect"
-    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+    " FROM unnest(%b::uuid[], %b::text[]) AS v(id, effect) WHERE o.id = v.id",
     BillingStatus.FACTURADO,
 )
 _credited = _write(
     "UPDATE orders o SET billing_status = %s, credit_note_number = v.effect"
-    " FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id",
+    " FROM unnest(%b::uuid[], %b::text[]) AS v(id, effect) WHERE o.id = v.id",
     BillingStatus.ANULADA,
 )
 # The warehouse's effect on the order: the preparation ticket Sergio works from (a cancellation closes
 # it at the warehouse; the order's own state already says ANULADO).
 _handed_off = _write(
-    "UPDATE orders o SET handoff_ticket = v.effect FROM unnest(%s::uuid[], %s::text[]) AS v(id, effect) WHERE o.id = v.id"
+    "UPDATE orders o SET handoff_ticket = v.effect FROM unnest(%b::uuid[], %b::text[]) AS v(id, effect) WHERE o.id = v.id"
 )
 
 

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -124,7 +125,9 @@ def deliver_events(
         # The last batch started must end inside the job rq really runs: whole seconds (settings.py).
         budget_s = cadence.job_seconds - cadence.attempt_worst_s
     deadline = time.monotonic() + budget_s
-    ids = None if drain else list(event_ids)  # a drain claims every due event, the given ones included
+    # A drain claims every due event, the given ones included. The lanes compare these with the ids they
+    # claim, which come back as UUIDs.
+    ids = None if drain else [i if type(i) is uuid.UUID else uuid.UUID(str(i)) for i in event_ids]
     if ids == []:
         return Delivered([])
     with ThreadPoolExecutor(len(DESTINATIONS), thread_name_prefix="nexo-lane") as lanes:
@@ -136,7 +139,7 @@ def deliver_events(
 
 
 def _lane(
-    ctx: RelayContext, destination: str, ids: list[uuid.UUID | str] | None, deadline: float, stop: threading.Event | None
+    ctx: RelayContext, destination: str, ids: list[uuid.UUID] | None, deadline: float, stop: threading.Event | None
 ) -> Delivered:
     """One destination's batches for deliver_events, until none of its events is due or the budget ends."""
     outcomes: list[AttemptOutcome] = []
@@ -154,8 +157,8 @@ def _lane(
             break  # nothing of this destination is due
         outcomes += delivered
         if ids is not None:
-            taken = {str(e) for e in claimed}
-            ids = [i for i in ids if str(i) not in taken]
+            taken = set(claimed)
+            ids = [i for i in ids if i not in taken]
         # Grow only while answers come back: after a timeout the next batch is a single probe again — for
         # a destination that is one service; a webhook receiver that times out says nothing of the others.
         size = 1 if timed_out and DESTINATIONS[destination].one_receiver else min(2 * size, MAX_BATCH)
@@ -174,7 +177,7 @@ def deliver_due(
 
 
 def _deliver_batch(
-    ctx: RelayContext, *, ids: list[uuid.UUID | str] | None, limit: int, destination: str | None
+    ctx: RelayContext, *, ids: Sequence[uuid.UUID | str] | None, limit: int, destination: str | None
 ) -> tuple[list[uuid.UUID], list[AttemptOutcome], bool]:
     """deliver_due: (the ids claimed, their outcomes, whether any delivery ran out its deadline)."""
     cadence = ctx.settings.relay
@@ -330,4 +333,4 @@ def _spent_error(event: DictRow) -> str:
 def lock_orders(conn: Conn, order_ids: list[uuid.UUID]) -> None:
     """Lock these orders (FOR NO KEY UPDATE, what their effect writes take anyway) in id order."""
     if order_ids:
-        conn.execute("SELECT id FROM orders WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [order_ids])
+        conn.execute("SELECT id FROM orders WHERE id = ANY(%b::uuid[]) ORDER BY id FOR NO KEY UPDATE", [order_ids])

@@ -121,7 +121,7 @@ def notify_many(conn: Conn, order_ids: list[uuid.UUID], event: str, *, request_i
                 SELECT e.id, (e.payload->>'sequence')::int AS sequence FROM outbox_event e
                  WHERE e.subscription_id = s.id AND e.aggregate_id = o.id
                  ORDER BY (e.payload->>'sequence')::int DESC LIMIT 1) prev ON true
-         WHERE o.id = ANY(%(order_ids)s::uuid[]) AND o.api_key_id IS NOT NULL
+         WHERE o.id = ANY(%(order_ids)b::uuid[]) AND o.api_key_id IS NOT NULL
          ORDER BY o.id, s.id
         """,
         {"order_ids": list(order_ids), "event": event},
