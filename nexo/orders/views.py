@@ -166,7 +166,7 @@ def find_skus():
 
 @permission_required("orders.create")
 def find_clients():
-    """Client lookup of the order form past SELECT_LIMIT clients (CONTRACT.md): names containing `q`, each a
+    """Client lookup of the order form past SELECT_LIMIT clients (CONTRACT.md): names holding every word of `q`, each a
     link that opens a new form with that client chosen; a plain GET page, no JavaScript needed."""
     text = request.args.get("q", "").strip()[:80]
     page = min(max(1, request.args.get("page", type=int) or 1), MAX_LOOKUP_PAGES)

@@ -66,3 +66,16 @@ def test_past_500_clients_the_lookup_finds_one_and_the_form_takes_it_without_jav
     answer = client.get("/orders/clients", query_string={"q": "nadie%_se llama así"})
     assert answer.status_code == 200 and "data-no-match" in answer.get_data(as_text=True)
     assert client.get("/orders/clients", query_string={"q": "a", "page": "99999999999"}).status_code == 200
+
+
+def test_the_client_lookup_reads_like_the_sku_lookup_every_word_in_any_order_accents_aside(client, auth, db):
+    _clients_up_to(db, 501)
+    auth.login("vendedor1")
+    with db.reading() as conn:
+        corralon = str(conn.execute("SELECT id FROM client WHERE name = 'Corralón del Sur'").fetchone()["id"])
+    for typed in ("corralon", "SUR corralón", "sur   CORRALON del", "rralo"):
+        found = client.get("/orders/clients", query_string={"q": typed}).get_data(as_text=True)
+        assert corralon in re.findall(r'data-client-id="([0-9a-f-]{36})"', found), typed
+    # Every word must be there: a word no client name holds finds nobody.
+    nobody = client.get("/orders/clients", query_string={"q": "corralon norte"}).get_data(as_text=True)
+    assert "data-no-match" in nobody and corralon not in nobody
