@@ -98,13 +98,13 @@ def main() -> int:
                 **{script: anchor.run(script, scale.pgbench_s) for script in ("tpcb-like", "simple-update")},
             }
         if "floor" in phases:
-            _floor(run)
+            _floor(run, delivery="relay" not in phases)  # with the relay: measured right before it
         if "direct" in phases:
             _direct(run)
         if phases & {"http", "api", "hot"}:
             _web(run, phases)
         if "relay" in phases:
-            _relay(run)
+            _relay(run, floor_first="floor" in phases)
         if "mixed" in phases:
             results["mixed"] = mixed.run(run)
         if "pgbouncer" in phases:
@@ -140,7 +140,7 @@ def _verdicts(results: dict) -> None:
     results["targets_backup"] = report.targets_backup(results)
 
 
-def _floor(run: Run) -> None:
+def _floor(run: Run, *, delivery: bool) -> None:
     # Before the order phases: the floor sees the same nearly empty tables direct create_order sees next.
     scale, results = run.scale, run.results
     seconds = max(1, round(scale.entry_s))  # as long as each direct measurement
@@ -148,10 +148,17 @@ def _floor(run: Run) -> None:
     # Postgres's CPU per order with no Python in between: what direct's postgres column is compared with.
     meter = CpuMeter(run.database_url, run.redis_url)
     results["order_floor"] = floor.order_floor(run.db, run.database_url, run.data, seconds, meter)
-    events = max(4000, 2 * scale.relay_events)  # a few seconds of delivery at least, even at smoke scale
+    if delivery:
+        _delivery_floor(run)
+
+
+def _delivery_floor(run: Run) -> None:
+    # Measured right before the relay when both run: a ratio of two figures taken minutes apart on this
+    # kind of machine carries the machine's drift between them (docs/performance.md, 2026-12-04).
+    events = max(4000, 2 * run.scale.relay_events)  # a few seconds of delivery at least, even at smoke scale
     say(f"(1b) delivery floor: pgbench bench/delivery_floor.sql, {floor.DELIVERY_CLIENTS} lanes, {events} events")
     meter = CpuMeter(run.database_url, run.redis_url)
-    results["delivery_floor"] = floor.delivery_floor(run.db, run.database_url, run.data, events, meter)
+    run.results["delivery_floor"] = floor.delivery_floor(run.db, run.database_url, run.data, events, meter)
 
 
 def _direct(run: Run) -> None:
@@ -203,7 +210,9 @@ def _web(run: Run, phases: set[str]) -> None:
     stack.stop(stack.web)  # the web tier takes no part in the relay figures
 
 
-def _relay(run: Run) -> None:
+def _relay(run: Run, *, floor_first: bool) -> None:
+    if floor_first:
+        _delivery_floor(run)
     scale, results, stack, db, data = run.scale, run.results, run.stack, run.db, run.data
     connection = redis.Redis.from_url(stack.env["REDIS_URL"])
     stack.start_fakes()

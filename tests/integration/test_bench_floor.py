@@ -26,7 +26,7 @@ from nexo.outbox.destinations import DELIVERED, DeliveryResult
 from tests.integration.order_helpers import command
 
 # A parameter (psycopg's %(name)s / %s, pgbench's :name, a NULL sent as one) and the cast that follows it.
-_PARAMETER = re.compile(r"(%\(\w+\)s|%s|(?<![:\w]):[A-Za-z_]\w*|\bNULL\b)(::\w+(\[\])?)?")
+_PARAMETER = re.compile(r"(%\(\w+\)[sb]|%[sb]|(?<![:\w]):[A-Za-z_]\w*|\bNULL\b)(::\w+(\[\])?)?")  # %b: binary, the same parameter
 
 
 def normalised(sql: str) -> str:
