@@ -29,10 +29,14 @@ from nexo import request_timing
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+# The words that name a secret: `key=value` / `key: value` shapes, and headers whose whole value is one.
+# redact() below skips lines that hold none of them, so a word added here is looked for there too.
+_SECRET_KEYS = ("password", "passwd", "secret", "token", "session", "csrf_token")
+_SECRET_HEADERS = ("cookie", "set-cookie", "authorization")
 _SECRETS = re.compile(
     r"(?i)(bearer\s+)[^\s\"',;]+"
-    r"|(\b(?:password|passwd|secret|token|session|csrf_token)[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"
-    r"|(\b(?:cookie|set-cookie|authorization)[\"']?\s*:\s*)[^\n\"]+"
+    rf"|(\b(?:{'|'.join(_SECRET_KEYS)})[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"
+    rf"|(\b(?:{'|'.join(_SECRET_HEADERS)})[\"']?\s*:\s*)[^\n\"]+"
 )
 
 
@@ -101,7 +105,7 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/?#\s:]*):[^/?#\s]*@")
 # Every shape above contains one of these words: an ASCII line with none of them in any case (the relay's
 # line per delivered event, most lines) skips both scans, half its logging CPU. Other lines are scanned
 # always: (?i) also matches a few non-ASCII letters (ſ, ı, K) that lower() would not turn into these.
-_SECRET_WORDS = ("://", "bearer", "passw", "secret", "token", "session", "cookie", "authorization")
+_SECRET_WORDS = ("://", "bearer", *_SECRET_KEYS, *_SECRET_HEADERS)
 
 
 def redact(text: str) -> str:

@@ -127,7 +127,7 @@ def deliver_events(
     deadline = time.monotonic() + budget_s
     # A drain claims every due event, the given ones included. The lanes compare these with the ids they
     # claim, which come back as UUIDs.
-    ids = None if drain else [i if type(i) is uuid.UUID else uuid.UUID(str(i)) for i in event_ids]
+    ids = None if drain else repo.as_uuids(event_ids)
     if ids == []:
         return Delivered([])
     with ThreadPoolExecutor(len(DESTINATIONS), thread_name_prefix="nexo-lane") as lanes:

@@ -146,6 +146,11 @@ SELECT claimed.*, attempt.attempt_id,
 """
 
 
+def as_uuids(ids: Iterable[uuid.UUID | str]) -> list[uuid.UUID]:
+    """Event ids as UUIDs (a job carries strings): what the claim binds in binary and the relay compares."""
+    return [i if type(i) is uuid.UUID else uuid.UUID(str(i)) for i in ids]
+
+
 def claim_due(
     conn: Conn,
     *,
@@ -170,7 +175,7 @@ def claim_due(
             "worker": worker,
             "limit": limit,
             "max_attempts": max_attempts,
-            "ids": None if ids is None else [i if type(i) is uuid.UUID else uuid.UUID(str(i)) for i in ids],
+            "ids": None if ids is None else as_uuids(ids),
             "destination": destination,
             "no_outcome": AttemptOutcome.SIN_RESULTADO,
             **SETTLED_STATES,
