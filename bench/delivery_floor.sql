@@ -20,7 +20,6 @@ WITH claimed AS (
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
-                     AND (NULL::uuid[] IS NULL OR id = ANY(NULL::uuid[]))
                      AND (:fiscal::text IS NULL OR destination = :fiscal::text)
                      AND (pending.depends_on IS NULL OR EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
                             AND (o.status = ANY(:settled::text[])
@@ -80,7 +79,6 @@ WITH claimed AS (
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
-                     AND (NULL::uuid[] IS NULL OR id = ANY(NULL::uuid[]))
                      AND (:warehouse::text IS NULL OR destination = :warehouse::text)
                      AND (pending.depends_on IS NULL OR EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
                             AND (o.status = ANY(:settled::text[])
