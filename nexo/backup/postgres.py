@@ -106,14 +106,24 @@ def run(
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (signal 0: nothing is sent)."""
+    """Whether a process with this pid runs (signal 0: nothing is sent); a zombie does not.
+
+    A pg_basebackup whose parent was killed is reparented, and stays a zombie until its new parent reaps it:
+    it answers signal 0 but writes nothing, so the partial backup it leaves must be swept all the same.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _state(pid) != "Z"
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (field 3 of /proc/<pid>/stat: R, S, D, Z…), None without /proc."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def process_mark(pid: int) -> str:
@@ -132,11 +142,17 @@ def mark_alive(mark: str) -> bool:
 
 def _started_ticks(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None without /proc."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 on (after the command name, which may hold spaces), None without /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])  # fields after the command name start at field 3
+    return stat.rsplit(")", 1)[1].split()
 
 
 def postmaster_running(pgdata: Path) -> bool:

@@ -42,6 +42,9 @@ def test_a_backup_killed_mid_way_is_never_listed_and_the_next_one_removes_it(kep
         backup.wait()
     left = sorted(p.name for p in base_dir.iterdir())
     assert left and all(name.endswith(".partial") for name in left), left  # nothing under a backup's name
+    # SIGKILL is delivered, not awaited: pg_basebackup may take a moment to exit (and then be a zombie).
+    marks = [m for name in left for m in (base_dir / name / base.WRITERS).read_text().split()]
+    assert postgres.wait_until(lambda: not any(postgres.mark_alive(m) for m in marks), 30), marks
     listed = kept.flask("list")
     assert listed.returncode == 0 and "no backups" in listed.stdout, listed.stdout
     assert base.all_backups(kept.settings) == []
