@@ -12,15 +12,13 @@ import time
 
 import psycopg
 
-from nexo.outbox.repository import CLAIM_SQL, SETTLED_STATES
+from nexo.outbox.repository import SETTLED_STATES, claim_sql
 from nexo.states import AttemptOutcome
 
 PARAMS = {
     "lease_s": 30,
     "worker": "bench",
-    "limit": 16,
     "max_attempts": 8,
-    "ids": None,
     "destination": "fiscal",
     "no_outcome": AttemptOutcome.SIN_RESULTADO,
     **SETTLED_STATES,
@@ -47,7 +45,7 @@ def _measure(conn: psycopg.Connection, label: str) -> None:
     for _ in range(20):
         with conn.transaction(force_rollback=True):
             started = time.perf_counter()
-            conn.execute(CLAIM_SQL, PARAMS).fetchall()
+            conn.execute(claim_sql(16, given_ids=False), PARAMS).fetchall()
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     sizes = f"table {table / 1e6:.1f} MB, claim index {index / 1024:.0f} kB"

@@ -5,7 +5,8 @@
 -- warehouse's, a batch of `batch` at most (relay.MAX_BATCH). The statements are the relay's own SQL,
 -- parameters aside (tests/integration/test_bench_floor.py fails when they differ); the claim's rows are
 -- gathered into arrays (pgbench keeps one row of a result), and a parameter the relay sends as NULL is a
--- literal NULL here. Casts on parameters are pgbench's (it sends untyped parameters).
+-- literal NULL here. Casts on parameters are pgbench's (it sends untyped parameters). The claims' LIMIT is
+-- written in by bench/floor.py (batch_written_in) before pgbench reads the script, as the relay writes its in.
 \if :client_id % 2 = 0
 BEGIN;
 -- claim_due (CLAIM_SQL, nexo/outbox/repository.py), its rows gathered into arrays for the record below

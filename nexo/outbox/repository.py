@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable
 
@@ -103,10 +104,10 @@ ORIGINAL_SETTLED = """EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.
                                  OR (o.status = %(withdrawn)s AND (o.locked_until IS NULL OR o.locked_until < now()))))"""
 SETTLED_STATES = {"settled": [EventStatus.ENTREGADO, EventStatus.FALLIDO], "withdrawn": EventStatus.RETIRADO}
 
-# The claim comes in two texts, not one with "(%(ids)s IS NULL OR id = ANY(%(ids)s))": Postgres cannot plan
-# that condition once for both cases, so it planned the claim again on every call (planning took about as
-# long as running it). A job's claim of given ids now reuses one plan that looks its ids up by primary key:
-# 0.8 ms for a claim of 16 against 1.3 (docs/performance.md, "The claim planned once"; bench/claim_plans.py).
+# The claim is a template, not one text with "(%(ids)s IS NULL OR id = ANY(%(ids)s))" and a bound LIMIT:
+# Postgres could not plan that once for every case, so it planned the claim again on every call (planning
+# took about as long as running it). See claim_sql; measured in docs/performance.md, "The claim planned
+# once" (bench/claim_plans.py).
 _CLAIM_TEMPLATE = """
 WITH claimed AS (
     UPDATE outbox_event
@@ -122,7 +123,7 @@ WITH claimed AS (
                      AND (%(destination)s::text IS NULL OR destination = %(destination)s::text)
                      AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})
                    ORDER BY next_attempt_at
-                   LIMIT %(limit)s
+                   LIMIT {limit}
                    FOR UPDATE SKIP LOCKED)
     RETURNING id, aggregate_id, event_type, destination, payload, attempts, claim_token, request_id, depends_on,
               subscription_id, attempts - cycle_started_attempts AS cycle_attempts
@@ -147,10 +148,30 @@ SELECT claimed.*, attempt.attempt_id,
   LEFT JOIN outbox_event original ON original.id = claimed.depends_on
   LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 """
-# Every due event (a drain, the sweeper, the floor's claim), or only those among given ids (a job's).
-CLAIM_SQL = _CLAIM_TEMPLATE.format(given_ids="", PENDIENTE=PENDIENTE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
-CLAIM_GIVEN_SQL = _CLAIM_TEMPLATE.format(
-    given_ids="\n                     AND id = ANY(%(ids)b::uuid[])", PENDIENTE=PENDIENTE, ORIGINAL_SETTLED=ORIGINAL_SETTLED
+
+
+@functools.lru_cache(maxsize=64)  # a drain asks for a handful of sizes (1, 2, 4… MAX_BATCH)
+def claim_sql(limit: int, *, given_ids: bool) -> str:
+    """The claim of at most `limit` due events: every due one (a drain, the sweeper, the floor's) or given ids (a job's).
+
+    Postgres keeps one plan for a prepared text only when that plan is no dearer than planning each call
+    anew (ADR-008). A job's claim of given ids gets it with its LIMIT bound: the plan looks the ids up by
+    primary key. The claim of every due event got it only with its LIMIT written in, one text per batch
+    size; the same written-in LIMIT made the claim of given ids slower (1.2 → 1.4–2.0 ms for 16,
+    bench/claim_plans.py), so it stays bound there.
+    """
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"a claim takes at least one event: {limit!r}")
+    if given_ids:
+        return _CLAIM_GIVEN_SQL
+    return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, PENDIENTE=PENDIENTE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
+
+
+_CLAIM_GIVEN_SQL = _CLAIM_TEMPLATE.format(
+    given_ids="\n                     AND id = ANY(%(ids)b::uuid[])",
+    limit="%(limit)s",
+    PENDIENTE=PENDIENTE,
+    ORIGINAL_SETTLED=ORIGINAL_SETTLED,
 )
 
 
@@ -177,11 +198,11 @@ def claim_due(
     and an earlier attempt left open is closed as SIN_RESULTADO (ADR-014).
     """
     return conn.execute(
-        CLAIM_SQL if ids is None else CLAIM_GIVEN_SQL,
+        claim_sql(limit, given_ids=ids is not None),
         {
             "lease_s": lease_s,
             "worker": worker,
-            "limit": limit,
+            "limit": limit,  # bound in the claim of given ids only (claim_sql)
             "max_attempts": max_attempts,
             "ids": None if ids is None else as_uuids(ids),
             "destination": destination,

@@ -33,6 +33,7 @@ def normalised(sql: str) -> str:
     """The statement without comments, parameters (each a ?), casts of parameters and layout."""
     sql = re.sub(r"--[^\n]*", "", sql)
     sql = _PARAMETER.sub("?", sql)
+    sql = re.sub(r"\bLIMIT \d+", "LIMIT ?", sql)  # the claim's batch, written in (claim_sql) or bound (the script)
     return " ".join(sql.split()).rstrip(";").strip()
 
 
@@ -157,9 +158,10 @@ def test_the_delivery_floor_sends_a_relay_batchs_claim_and_record(db, roomy, set
 
     statements = script_statements(floor.DELIVERY_SCRIPT)
     fiscal_claim, warehouse_claim, record = between(statements, "BEGIN", "COMMIT")
-    # The claim is CLAIM_SQL with its last SELECT moved into a CTE whose rows pgbench gathers into arrays.
-    assert claims == [[outbox_repo.CLAIM_SQL], [outbox_repo.CLAIM_SQL]]
-    ctes, _, last = outbox_repo.CLAIM_SQL.rpartition("\nSELECT claimed.*")
+    # The claim is claim_sql's with its last SELECT moved into a CTE whose rows pgbench gathers into arrays.
+    claim = outbox_repo.claim_sql(relay.MAX_BATCH, given_ids=False)
+    assert claims == [[claim], [claim]]
+    ctes, _, last = claim.rpartition("\nSELECT claimed.*")
     for [claim] in (fiscal_claim, warehouse_claim):
         assert claim.startswith(normalised(ctes) + ", batch AS ( " + normalised("SELECT claimed.*" + last) + " )")
     # One lane's record is the other's but for its effect (the fiscal one also looks for the invoice's

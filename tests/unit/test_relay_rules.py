@@ -41,3 +41,16 @@ def test_answers_are_classified_as_delivered_transient_or_permanent(status, kind
 
 def test_one_wakeup_job_id_per_event():
     assert job_id("3f1c") == job_id("3f1c") != job_id("3f1d")
+
+
+def test_a_claim_has_its_batch_written_in_and_takes_only_a_count_of_events():
+    from nexo.outbox.repository import claim_sql
+
+    every, given = claim_sql(8, given_ids=False), claim_sql(8, given_ids=True)
+    assert "LIMIT 8\n" in every and "%(limit)s" not in every  # a bound LIMIT is planned again on every call (ADR-008)
+    assert "%(ids)b" in given and "%(ids)" not in every
+    assert "LIMIT %(limit)s" in given and claim_sql(16, given_ids=True) is given  # its plan is the same for any size
+    assert claim_sql(8, given_ids=False) is every  # one text per size: psycopg prepares it once per connection
+    for wrong in (0, -1, 2.5, "8; DROP TABLE outbox_event", True):
+        with pytest.raises(ValueError):
+            claim_sql(wrong, given_ids=False)
