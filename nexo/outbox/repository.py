@@ -150,7 +150,6 @@ SELECT claimed.*, attempt.attempt_id,
 """
 
 
-@functools.lru_cache(maxsize=64)  # a drain asks for a handful of sizes (1, 2, 4… MAX_BATCH)
 def claim_sql(limit: int, *, given_ids: bool) -> str:
     """The claim of at most `limit` due events: every due one (a drain, the sweeper, the floor's) or given ids (a job's).
 
@@ -164,6 +163,13 @@ def claim_sql(limit: int, *, given_ids: bool) -> str:
         raise ValueError(f"a claim takes at least one event: {limit!r}")
     if given_ids:
         return _CLAIM_GIVEN_SQL
+    return _claim_every_due_sql(limit)
+
+
+# Checked before the cache, not inside it: the cache takes True for 1 (they hash alike), so a check
+# behind it would let True through once 1 had been asked for.
+@functools.lru_cache(maxsize=64)  # a drain asks for a handful of sizes (1, 2, 4… MAX_BATCH)
+def _claim_every_due_sql(limit: int) -> str:
     return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, PENDIENTE=PENDIENTE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
 
 
