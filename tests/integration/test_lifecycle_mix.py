@@ -149,6 +149,17 @@ def cancels_met_dead_letters(db, letters: list[LetterAction]) -> bool:
     return both and before and after
 
 
+def steps_that_ran(db) -> dict[str, int]:
+    """How many times each kind of step changed the books: shipments, payments, rejections, approvals, cancels."""
+    return rows(
+        db,
+        "SELECT (SELECT count(*) FROM shipment) AS shipments, (SELECT count(*) FROM payment) AS payments,"
+        " (SELECT count(*) FROM orders WHERE status = 'RECHAZADO') AS rejected,"
+        " (SELECT count(*) FROM orders WHERE decided_at IS NOT NULL AND status <> 'RECHAZADO') AS approved,"
+        " (SELECT count(*) FROM orders WHERE status = 'ANULADO') AS cancelled",
+    )[0]
+
+
 def settle(db, rng: random.Random) -> bool:
     """Replay or discard what is still a pending dead letter; True once no event is waiting any more."""
     for letter in rows(db, "SELECT id FROM dead_letter WHERE status = 'pending'"):
@@ -176,6 +187,9 @@ def test_a_concurrent_random_mix_under_faults_keeps_the_books_and_each_destinati
         t.start()
     try:
         cut = hurt_the_relay(db, fakes, relay, victim, Mix(db, wakeup, THREADS, letters))
+        # The mix is random and the faults may be over quickly: it goes on until every kind of step has
+        # changed the books at least once (in CI a run once ended with no rejection at all).
+        wait_until(lambda: all(steps_that_ran(db).values()), timeout=60, interval=0.5, message="every kind of step ran")
     finally:
         stop.set()
         for t in threads:
@@ -193,13 +207,7 @@ def test_a_concurrent_random_mix_under_faults_keeps_the_books_and_each_destinati
     assert unexplained == []
     failed = [f for f in read_books(db) if not f.ok]
     assert failed == [], failed
-    happened = rows(
-        db,
-        "SELECT (SELECT count(*) FROM shipment) AS shipments, (SELECT count(*) FROM payment) AS payments,"
-        " (SELECT count(*) FROM orders WHERE status = 'RECHAZADO') AS rejected,"
-        " (SELECT count(*) FROM orders WHERE decided_at IS NOT NULL AND status <> 'RECHAZADO') AS approved,"
-        " (SELECT count(*) FROM orders WHERE status = 'ANULADO') AS cancelled",
-    )[0]
+    happened = steps_that_ran(db)
     assert all(happened.values()), happened  # every kind of step ran at least once
 
     # The faults really happened. (a) the kill cut an attempt short: it never got an outcome of its own.
