@@ -15,16 +15,17 @@ WITH claimed AS (
        SET locked_until = now() + make_interval(secs => :lease_s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE id IN (SELECT id FROM outbox_event pending
-                   WHERE status = 'PENDIENTE'
+     WHERE settled_on = '9999-12-31'::date
+       AND id IN (SELECT id FROM outbox_event pending
+                   WHERE settled_on = '9999-12-31'::date AND status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
                      AND (:fiscal::text IS NULL OR destination = :fiscal::text)
-                     AND (pending.depends_on IS NULL OR EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
-                            AND (o.status = ANY(:settled::text[])
-                                 OR (o.status = :withdrawn AND (o.locked_until IS NULL OR o.locked_until < now())))))
+                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event o
+                            WHERE o.settled_on = '9999-12-31'::date AND o.id = pending.depends_on
+                              AND (o.status = :on_its_way OR (o.status = :withdrawn AND o.locked_until >= now()))))
                    ORDER BY next_attempt_at
                    LIMIT :batch::integer
                    FOR UPDATE SKIP LOCKED)
@@ -36,7 +37,7 @@ WITH claimed AS (
        SET finished_at = clock_timestamp(), outcome = :no_outcome,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_settled_on = '9999-12-31'::date AND a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
     INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, :worker::text, clock_timestamp() FROM claimed
@@ -48,7 +49,7 @@ WITH claimed AS (
            -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
            subscription.url AS webhook_url, subscription.secret AS webhook_secret
       FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-      LEFT JOIN outbox_event original ON original.id = claimed.depends_on
+      LEFT JOIN outbox_event original ON original.settled_on = '9999-12-31'::date AND original.id = claimed.depends_on
       LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
@@ -74,16 +75,17 @@ WITH claimed AS (
        SET locked_until = now() + make_interval(secs => :lease_s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE id IN (SELECT id FROM outbox_event pending
-                   WHERE status = 'PENDIENTE'
+     WHERE settled_on = '9999-12-31'::date
+       AND id IN (SELECT id FROM outbox_event pending
+                   WHERE settled_on = '9999-12-31'::date AND status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
                      AND (:warehouse::text IS NULL OR destination = :warehouse::text)
-                     AND (pending.depends_on IS NULL OR EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
-                            AND (o.status = ANY(:settled::text[])
-                                 OR (o.status = :withdrawn AND (o.locked_until IS NULL OR o.locked_until < now())))))
+                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event o
+                            WHERE o.settled_on = '9999-12-31'::date AND o.id = pending.depends_on
+                              AND (o.status = :on_its_way OR (o.status = :withdrawn AND o.locked_until >= now()))))
                    ORDER BY next_attempt_at
                    LIMIT :batch::integer
                    FOR UPDATE SKIP LOCKED)
@@ -95,7 +97,7 @@ WITH claimed AS (
        SET finished_at = clock_timestamp(), outcome = :no_outcome,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_settled_on = '9999-12-31'::date AND a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
     INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, :worker::text, clock_timestamp() FROM claimed
@@ -107,7 +109,7 @@ WITH claimed AS (
            -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
            subscription.url AS webhook_url, subscription.secret AS webhook_secret
       FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-      LEFT JOIN outbox_event original ON original.id = claimed.depends_on
+      LEFT JOIN outbox_event original ON original.settled_on = '9999-12-31'::date AND original.id = claimed.depends_on
       LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
@@ -129,7 +131,7 @@ COMMIT;
 -- record_all (nexo/outbox/relay.py): the orders, the events' fence, the outcomes, the attempts, the effects
 BEGIN;
 SELECT id FROM orders WHERE id = ANY(:orders::uuid[]) ORDER BY id FOR NO KEY UPDATE;
-SELECT id FROM outbox_event WHERE id = ANY(:ids::uuid[]) ORDER BY id FOR UPDATE;
+SELECT id FROM outbox_event WHERE settled_on = '9999-12-31'::date AND id = ANY(:ids::uuid[]) ORDER BY id FOR UPDATE;
 UPDATE outbox_event e
    SET status = CASE o.outcome WHEN :retry THEN :pending ELSE o.outcome END,
        delivered_at = CASE WHEN o.outcome = :delivered THEN now() ELSE e.delivered_at END,
@@ -140,10 +142,10 @@ UPDATE outbox_event e
        last_error = o.error
   FROM unnest(:ids::uuid[], :tokens::uuid[], :outcomes::text[], :delays::float8[], :errors::text[])
        AS o(id, claim_token, outcome, delay_s, error)
- WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = :pending
+ WHERE e.settled_on = '9999-12-31'::date AND e.id = o.id AND e.claim_token = o.claim_token AND e.status = :pending
 RETURNING e.id
 ;
-UPDATE delivery_attempt a SET finished_at = clock_timestamp(), outcome = o.outcome, http_status = o.http_status, error = o.error, duration_ms = o.duration_ms FROM unnest(:attempt_ids::bigint[], :outcomes::text[], :statuses::integer[], :errors::text[], :durations::integer[])   AS o(id, outcome, http_status, error, duration_ms) WHERE a.id = o.id AND a.finished_at IS NULL;
+UPDATE delivery_attempt a SET finished_at = clock_timestamp(), outcome = o.outcome, http_status = o.http_status, error = o.error, duration_ms = o.duration_ms FROM unnest(:attempt_ids::bigint[], :outcomes::text[], :statuses::integer[], :errors::text[], :durations::integer[])   AS o(id, outcome, http_status, error, duration_ms) WHERE a.event_settled_on = '9999-12-31'::date AND a.id = o.id AND a.finished_at IS NULL;
 \if :client_id % 2 = 0
 UPDATE orders o SET billing_status = :billed, invoice_number = v.effect FROM unnest(:effect_orders::uuid[], :effects::text[]) AS v(id, effect) WHERE o.id = v.id;
 -- the invoice's webhook notices (nexo/outbox/webhooks.py notify_many): the floor's orders came from no API key

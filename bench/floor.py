@@ -105,7 +105,7 @@ def delivery_constants(settings: Settings) -> dict[str, str]:
         "warehouse": "warehouse",
         "invoiced": "order.invoiced",
         # the states the relay binds (the claim's PENDIENTE stays a constant: its partial index)
-        "settled": "{" + ",".join((EventStatus.ENTREGADO, EventStatus.FALLIDO)) + "}",
+        "on_its_way": EventStatus.PENDIENTE.value,
         "withdrawn": EventStatus.RETIRADO.value,
         "pending": EventStatus.PENDIENTE.value,
         "no_outcome": AttemptOutcome.SIN_RESULTADO.value,

@@ -9,11 +9,16 @@ The shape: orders spread evenly over the last three years, two lines each with t
 one idempotency key each; a confirmed order has its two outbox events, delivered; some events failed
 and have a dead letter (almost all resolved by a replay, or discarded; the last few still pending),
 with their failed attempts; rejected orders have a credit decision and released soft reservations.
+The settled events are filed by month as the maintenance runner would have filed them over the years
+(ADR-019): each in its month's partition with its attempts, written there at once rather than moved.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from nexo.outbox import history
 
 SPAN = "3 years"  # the orders' created_at are spread evenly over this span
 PENDING_DEAD_LETTERS = 100  # the newest dead letters still wait for a decision
@@ -53,6 +58,17 @@ _STATUS = (
 )
 _DEAD = "(i %% %(step)s = 3 %% %(step)s AND i %% 500 <> 0 AND NOT (i > %(orders)s - %(waiting_span)s AND i %% 7 = 0))"
 _DEAD_K = "((i / %(step)s) %% 2)"  # which of the two events failed
+# Where the maintenance runner would have filed an event (nexo/outbox/history.py): a delivery over its
+# FILE_AFTER_S ago goes to the day's month; anything else (failed, or delivered within it) stays live.
+_SETTLED_ON = (
+    f"CASE WHEN {{status}} = 'ENTREGADO' AND ({{delivered_at}}) < now() - interval '{history.FILE_AFTER_S} seconds'"
+    " THEN (({delivered_at}) AT TIME ZONE 'UTC')::date ELSE '9999-12-31'::date END"
+)
+# A dead letter's event's day: a resolved one's event was replayed and delivered a day later, the others
+# stay FALLIDO (the events' statement below).
+_DEAD_LETTER_SETTLED_ON = _SETTLED_ON.format(
+    status="CASE s WHEN 'resolved' THEN 'ENTREGADO' END", delivered_at="at + interval '1 day'"
+)
 _DISCARDED = "((i / %(step)s) %% 5 = 0)"  # one dead letter in five was discarded
 
 
@@ -151,32 +167,40 @@ def statements(generation: int = 0) -> list[tuple[str, str]]:
             "outbox_event",
             f"""
             INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts,
-                                      cycle_started_attempts, next_attempt_at, created_at, delivered_at)
-            SELECT {_uuid(EVENT, "2 * i + k")}, {_uuid(ORDER, "i")},
-                   CASE k WHEN 0 THEN 'billing.intent_recorded' ELSE 'order.handoff_requested' END,
-                   CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END,
+                                      cycle_started_attempts, next_attempt_at, created_at, delivered_at, settled_on)
+            SELECT id, aggregate_id, event_type, destination, payload, status, attempts, cycle_started_attempts,
+                   next_attempt_at, created_at, delivered_at,
+                   {_SETTLED_ON.format(status="status", delivered_at="delivered_at")}
+              FROM (
+            SELECT {_uuid(EVENT, "2 * i + k")} AS id, {_uuid(ORDER, "i")} AS aggregate_id,
+                   CASE k WHEN 0 THEN 'billing.intent_recorded' ELSE 'order.handoff_requested' END AS event_type,
+                   CASE k WHEN 0 THEN 'fiscal' ELSE 'warehouse' END AS destination,
                    jsonb_build_object('order_id', {_uuid(ORDER, "i")}, 'warehouse_id', 'CEN', 'currency', 'ARS',
-                                      'total_cents', i),
+                                      'total_cents', i) AS payload,
                    CASE WHEN NOT dead THEN 'ENTREGADO' WHEN i > last_pending OR {_DISCARDED} THEN 'FALLIDO'
-                        ELSE 'ENTREGADO' END,
+                        ELSE 'ENTREGADO' END AS status,
                    CASE WHEN dead THEN {FAILED_ATTEMPTS} + CASE WHEN i > last_pending OR {_DISCARDED} THEN 0 ELSE 1 END
-                        ELSE 1 END,
-                   CASE WHEN dead THEN {FAILED_ATTEMPTS} ELSE 0 END, at, at,
+                        ELSE 1 END AS attempts,
+                   CASE WHEN dead THEN {FAILED_ATTEMPTS} ELSE 0 END AS cycle_started_attempts,
+                   at AS next_attempt_at, at AS created_at,
                    CASE WHEN NOT dead THEN at + interval '80 milliseconds'
-                        WHEN i > last_pending OR {_DISCARDED} THEN NULL ELSE at + interval '1 day' END
+                        WHEN i > last_pending OR {_DISCARDED} THEN NULL ELSE at + interval '1 day' END AS delivered_at
               FROM generate_series(1, %(orders)s) AS i, generate_series(0, 1) AS k,
                    LATERAL (SELECT {_ORDER_AT} AS at, {_DEAD} AND k = {_DEAD_K} AS dead,
                                    %(orders)s - %(pending_dead)s * %(step)s AS last_pending) AS x
-             WHERE {_STATUS} = 'CONFIRMADO'""",
+             WHERE {_STATUS} = 'CONFIRMADO') AS events""",
         ),
         # Dead letters: one per failed event. The newest few are pending; of the rest, one in five was
         # discarded (its event stays FALLIDO) and the others were replayed and delivered (resolved).
         (
             "dead_letter",
             f"""
-            INSERT INTO dead_letter (event_id, destination, status, attempts, last_error, http_status, error_signature,
-                                     first_failed_at, last_failed_at, created_at, resolved_at, resolved_by, resolution_note)
-            SELECT {_uuid(EVENT, f"2 * i + {_DEAD_K}")}, d, s, {FAILED_ATTEMPTS},
+            INSERT INTO dead_letter (event_id, event_settled_on, destination, status, attempts, last_error, http_status,
+                                     error_signature, first_failed_at, last_failed_at, created_at, resolved_at, resolved_by,
+                                     resolution_note)
+            SELECT {_uuid(EVENT, f"2 * i + {_DEAD_K}")},
+                   {_DEAD_LETTER_SETTLED_ON},
+                   d, s, {FAILED_ATTEMPTS},
                    'HTTP 503 from ' || d, 503, d || ':http_503', at, at + interval '20 minutes', at + interval '20 minutes',
                    CASE WHEN s <> 'pending' THEN at + interval '1 day' END, CASE WHEN s <> 'pending' THEN 'marta' END,
                    CASE s WHEN 'discarded' THEN 'Emitida a mano' WHEN 'resolved' THEN 'Reintento' END
@@ -191,9 +215,9 @@ def statements(generation: int = 0) -> list[tuple[str, str]]:
         (
             "delivery_attempt",
             f"""
-            INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome,
-                                          http_status, error, duration_ms)
-            SELECT e.id, a, e.id, 'worker-1', e.created_at + a * interval '1 second',
+            INSERT INTO delivery_attempt (event_id, event_settled_on, attempt_no, claim_token, worker, started_at,
+                                          finished_at, outcome, http_status, error, duration_ms)
+            SELECT e.id, e.settled_on, a, e.id, 'worker-1', e.created_at + a * interval '1 second',
                    e.created_at + a * interval '1 second' + interval '40 milliseconds',
                    CASE WHEN a > {FAILED_ATTEMPTS} OR e.attempts = 1 THEN 'ENTREGADO'
                         WHEN a = {FAILED_ATTEMPTS} THEN 'FALLIDO' ELSE 'REINTENTO' END,
@@ -298,6 +322,7 @@ def load(conn, volume: Volume, report=None, *, generation: int = 0, waiting: boo
         # The rows are consistent by construction; checking each foreign key row by row would about
         # double the load time. Only a superuser may skip them (and only for this transaction).
         conn.execute("SET LOCAL session_replication_role = replica")
+    _add_months(conn)
     counts = {}
     for table, sql in statements(generation):
         if table == "stock_level (reserved)":
@@ -316,6 +341,18 @@ def load(conn, volume: Volume, report=None, *, generation: int = 0, waiting: boo
     # the version here, or the web processes would keep showing the clients they had before the load.
     conn.execute("UPDATE list_version SET version = gen_random_uuid() WHERE list = 'client'")
     return counts
+
+
+def _add_months(conn) -> None:
+    """The partitions of every month of the span (and the next), as the maintenance runner adds them."""
+    oldest = conn.execute("SELECT ((now() - %s::interval) AT TIME ZONE 'UTC')::date AS d", [SPAN]).fetchone()["d"]
+    today = datetime.now(UTC).date()
+    month = history.month_start(oldest)
+    existing = set(history.months_filed(conn))
+    while month <= history.next_month(history.month_start(today)):
+        if month not in existing:
+            history.add_month(conn, month)
+        month = history.next_month(month)
 
 
 def add_clients(conn, first: int, last: int) -> int:

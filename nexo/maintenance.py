@@ -2,7 +2,8 @@
 
 Every host given the `maintenance` role runs it (`python -m jobs.retention --every 86400`, the
 Procfile's `retention`); only the holder of the `maintenance` lease works, the others wait to take
-over. Its work: the retention pass (ADR-010, OUTBOX_RETENTION_DAYS), and each hour the telemetry
+over. Its work: filing the outbox's settled events by month (ADR-019, nexo/outbox/history.py), the
+retention pass (ADR-010, OUTBOX_RETENTION_DAYS), and each hour the telemetry
 housekeeping that used to run in every process of every host: order transaction samples, old process
 events, the rows of hosts unseen for NEXO_HOST_EXPIRY_S (so a host gone for good stops paging), and
 sessions ended more than SESSION_KEEP_DAYS ago (ADR-018; the audit log keeps the trail). With the embedded
@@ -28,6 +29,7 @@ from nexo.deadletters.announce import announce_new_dead_letters
 from nexo.deadletters.retention import run_retention
 from nexo.mail import repository as mail_rows
 from nexo.mail.sender import send_due
+from nexo.outbox import history
 from nexo.processes import repository as processes
 from nexo.settings import Settings, backup_settings
 from nexo.telemetry import queries as telemetry
@@ -39,6 +41,9 @@ LEASE = "maintenance"
 TICK_S = 5.0  # how often the lease is renewed (or tried by a stand-by)
 LEASE_TTL_S = 30.0  # a holder gone this long is replaced: several ticks missed, not one slow one
 HOUSEKEEPING_EVERY_S = 3600.0
+# Settled outbox events are filed by month (ADR-019) every few minutes: each pass moves what settled over
+# an hour ago (history.FILE_AFTER_S), so the live partition holds a little over an hour of deliveries.
+HISTORY_EVERY_S = 600.0
 # The backup round checks hourly what is due (a base backup and a verify a day each, ADR-016).
 BACKUP_ROUND_EVERY_S = 3600.0
 BACKUP_FIRST_ROUND_AFTER_S = 600.0
@@ -76,6 +81,7 @@ class MaintenanceRunner:
             self._next["backups"] = self.clock() + BACKUP_FIRST_ROUND_AFTER_S
         if leading:
             self._run_due("housekeeping", HOUSEKEEPING_EVERY_S, self.housekeeping)
+            self._run_due("history", HISTORY_EVERY_S, lambda: history.file_settled_events(self.db))
             self._run_due("retention", self.retention_every_s, lambda: run_retention(self.db, self.settings))
             self._run_due("backups", BACKUP_ROUND_EVERY_S, self.start_backup_round)
         return leading

@@ -62,7 +62,7 @@ def _claim_unannounced(conn: Conn) -> list[DictRow]:
         )
         SELECT d.id, d.destination, d.attempts, o.number, c.name AS client_name
           FROM fresh JOIN dead_letter d ON d.id = fresh.dead_letter_id
-          JOIN outbox_event e ON e.id = d.event_id
+          JOIN outbox_event e ON e.id = d.event_id AND e.settled_on = d.event_settled_on
           LEFT JOIN orders o ON o.id = e.aggregate_id
           LEFT JOIN client c ON c.id = o.client_id
          ORDER BY d.id

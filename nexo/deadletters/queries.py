@@ -66,12 +66,31 @@ def _where(f: ListFilter) -> tuple[str, dict]:
     return " AND ".join(clauses), params
 
 
-_FROM = """
+# A dead letter's event, found by its whole key: Postgres reads the one partition it is in (ADR-019). A
+# lateral lookup of one row, not a plain join: joined on two columns, the planner multiplied their
+# selectivities (it cannot use the foreign key's shape on a partitioned table), expected a few dozen rows
+# of ten thousand and read every dead letter and every month to sort them (tests/integration/test_query_plans.py).
+EVENT_OF_DEAD_LETTER = """JOIN LATERAL (SELECT * FROM outbox_event e
+                     WHERE e.id = d.event_id AND e.settled_on = d.event_settled_on LIMIT 1) e ON true"""
+
+_FROM = f"""
       FROM dead_letter d
-      JOIN outbox_event e ON e.id = d.event_id
+      {EVENT_OF_DEAD_LETTER}
       JOIN orders o ON o.id = e.aggregate_id
       JOIN client c ON c.id = o.client_id
 """
+# Filtered by client, the list goes the other way, from the client's orders to their events and then their
+# dead letters, which the lateral lookup above would forbid: a plain join.
+_FROM_BY_CLIENT = """
+      FROM dead_letter d
+      JOIN outbox_event e ON e.id = d.event_id AND e.settled_on = d.event_settled_on
+      JOIN orders o ON o.id = e.aggregate_id
+      JOIN client c ON c.id = o.client_id
+"""
+
+
+def _source(f: ListFilter) -> str:
+    return _FROM_BY_CLIENT if f.client_id else _FROM
 
 
 def count_capped(conn: Conn, f: ListFilter, cap: int) -> int:
@@ -83,7 +102,7 @@ def count_capped(conn: Conn, f: ListFilter, cap: int) -> int:
     where, params = _where(f)
     # Only the client filter needs the joins: without it they cannot drop a row (every dead letter has
     # its event, order and client, by foreign keys), and the count reads the dead letters alone.
-    source = _FROM if f.client_id else "FROM dead_letter d"
+    source = _FROM_BY_CLIENT if f.client_id else "FROM dead_letter d"
     return one_row(
         conn.execute(
             f"SELECT count(*) AS n FROM (SELECT 1 {source} WHERE {where}"
@@ -101,7 +120,7 @@ def list_page(conn: Conn, f: ListFilter, *, limit: int, offset: int) -> list[Dic
         SELECT d.id, d.destination, d.status, d.error_signature, d.last_error, d.http_status, d.attempts,
                d.first_failed_at, d.last_failed_at, d.resolved_at, d.resolved_by, d.resolution_note,
                d.event_id, e.event_type, o.id AS order_id, o.number AS order_number, o.total_cents, c.name AS client_name
-        {_FROM}
+        {_source(f)}
          WHERE {where}
          ORDER BY d.last_failed_at DESC, d.id DESC
          LIMIT %(limit)s OFFSET %(offset)s
@@ -114,7 +133,7 @@ def pending_ids(conn: Conn, f: ListFilter, *, limit: int) -> list[int]:
     """Ids of the pending dead letters a bulk action would touch, oldest first, at most `limit`."""
     where, params = _where(ListFilter(**{**f.__dict__, "status": DeadLetterStatus.PENDING}))
     rows = conn.execute(
-        f"SELECT d.id {_FROM} WHERE {where} ORDER BY d.last_failed_at, d.id LIMIT %(limit)s",
+        f"SELECT d.id {_source(f)} WHERE {where} ORDER BY d.last_failed_at, d.id LIMIT %(limit)s",
         {**params, "limit": limit},
     ).fetchall()
     return [r["id"] for r in rows]
@@ -157,14 +176,14 @@ def clients(conn: Conn, destinations: tuple[str, ...], selected: str | None = No
 def dead_letter(conn: Conn, dead_letter_id: int) -> DictRow | None:
     """One dead letter with its event (payload included) and the order it belongs to."""
     return conn.execute(
-        """
+        f"""
         SELECT d.*, e.event_type, e.payload, e.status AS event_status, e.attempts AS event_attempts,
                e.created_at AS event_created_at, e.delivered_at, e.next_attempt_at,
                o.id AS order_id, o.number AS order_number, o.status AS order_status, o.billing_status, o.total_cents,
                o.created_at AS order_created_at, o.warehouse_id, c.name AS client_name, c.tier AS client_tier,
                u.full_name AS salesperson_name, u.username AS salesperson_username
           FROM dead_letter d
-          JOIN outbox_event e ON e.id = d.event_id
+          {EVENT_OF_DEAD_LETTER}
           JOIN orders o ON o.id = e.aggregate_id
           JOIN client c ON c.id = o.client_id
           JOIN app_user u ON u.id = o.salesperson_id
@@ -174,12 +193,13 @@ def dead_letter(conn: Conn, dead_letter_id: int) -> DictRow | None:
     ).fetchone()
 
 
-def attempts(conn: Conn, event_id: UUID) -> list[DictRow]:
-    """Every delivery attempt of an event, in the order they started (all cycles)."""
+def attempts(conn: Conn, event_id: UUID, settled_on: date) -> list[DictRow]:
+    """Every delivery attempt of an event, in the order they started (all cycles); `settled_on` is the
+    event's (its dead letter's event_settled_on): only the partition holding them is read (ADR-019)."""
     return conn.execute(
         "SELECT attempt_no, worker, started_at, finished_at, outcome, http_status, error, duration_ms"
-        "  FROM delivery_attempt WHERE event_id = %s ORDER BY started_at, id",
-        [event_id],
+        "  FROM delivery_attempt WHERE event_id = %s AND event_settled_on = %s ORDER BY started_at, id",
+        [event_id, settled_on],
     ).fetchall()
 
 

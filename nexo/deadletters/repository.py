@@ -79,7 +79,8 @@ def current_state(conn: Conn, dead_letter_id: int) -> DictRow | None:
     """Status, destination, resolution and event type of one dead letter (None if it does not exist)."""
     return conn.execute(
         "SELECT id, event_id, destination, status, resolved_by, resolved_at, resolution_note,"
-        "       (SELECT e.event_type FROM outbox_event e WHERE e.id = d.event_id) AS event_type"
+        "       (SELECT e.event_type FROM outbox_event e"
+        "         WHERE e.id = d.event_id AND e.settled_on = d.event_settled_on) AS event_type"
         "  FROM dead_letter d WHERE id = %s",
         [dead_letter_id],
     ).fetchone()

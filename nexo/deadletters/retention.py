@@ -2,8 +2,10 @@
 
 Pending dead letters are never purged: they wait for a human decision. Delivered outbox events are
 kept for ever unless OUTBOX_RETENTION_DAYS is set, because nobody has decided how long to keep them
-(docs/unknowns.md, OUTBOX-RETENTION). Every purge is per destination, in short batched transactions,
-and logs its counts as one key=value line; each batch that deletes something leaves an audit row.
+(docs/unknowns.md, OUTBOX-RETENTION). Once it is, the months of history past it are dropped whole
+(nexo/outbox/history.py, ADR-019), after the dead letters, whose rows would keep a month; what is still
+in the live partition past it is deleted per destination, in short batched transactions. Every purge
+logs its counts as one key=value line; each batch or month that deletes something leaves an audit row.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from nexo import audit
 from nexo.db import Database
 from nexo.deadletters import repository
 from nexo.deadletters.queries import DESTINATIONS
+from nexo.outbox import history
 from nexo.outbox import repository as outbox
 from nexo.settings import Settings
 
@@ -29,6 +32,7 @@ class RetentionReport:
 
     dead_letters: dict[str, int] = field(default_factory=dict)
     outbox_events: dict[str, int] | None = None
+    months_dropped: dict[str, int] = field(default_factory=dict)  # "2026-01": events dropped with their month
     failures: list[str] = field(default_factory=list)
 
 
@@ -110,6 +114,19 @@ def run_retention(db: Database, settings: Settings) -> RetentionReport:
             "policy=undefined action=keep_all (docs/unknowns.md OUTBOX-RETENTION)"
         )
         return report
+    try:
+        dropped = history.drop_expired_months(db, older_than_days=settings.outbox_retention_days)
+        for month, n in dropped.dropped.items():
+            report.months_dropped[month.isoformat()[:7]] = n
+            log.info(
+                "retention drop table=outbox_event month=%s deleted=%d older_than_days=%d",
+                month.isoformat()[:7],
+                n,
+                settings.outbox_retention_days,
+            )
+    except Exception:
+        log.exception("retention drop failed table=outbox_event")
+        report.failures.append("outbox_event:months")
     report.outbox_events = {}
     for destination in DESTINATIONS:
         try:

@@ -180,7 +180,7 @@ def view_dead_letter(db: Database, dead_letter_id: int, actor: str, *, audit_vie
             )
         detail = Detail(
             dead_letter=row,
-            attempts=queries.attempts(tx.conn, row["event_id"]),
+            attempts=queries.attempts(tx.conn, row["event_id"], row["event_settled_on"]),
             siblings=queries.siblings(tx.conn, row["event_id"], row["destination"]),
             history=queries.history(tx.conn, dead_letter_id),
         )

@@ -111,7 +111,12 @@ def _cancel(conn: Conn, cmd: CancelOrder, reason: str) -> CancelResult:
     events = None
     if order["status"] == OrderStatus.CONFIRMADO:
         events = cancel_order_events(
-            conn, order_id=cmd.order_id, actor=cmd.actor_username, reason=reason, request_id=cmd.correlation_id
+            conn,
+            order_id=cmd.order_id,
+            entered_at=order["created_at"],
+            actor=cmd.actor_username,
+            reason=reason,
+            request_id=cmd.correlation_id,
         )
     released = stock.release_all(conn, cmd.order_id)
     # The integration that posted the order hears of it, after any notice it already had (ADR-022).

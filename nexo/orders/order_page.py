@@ -30,7 +30,7 @@ def _render_order(order_id: uuid.UUID, cancel_form: CancelForm, status: int = 20
         order = queries.order_header(conn, order_id)
         if order is None or not _may_view(order):
             abort(404)  # a stranger's order looks exactly like a missing one
-        events = queries.order_events(conn, order_id)
+        events = queries.order_events(conn, order_id, entered_at=order["created_at"])
         audit = queries.order_audit(conn, order_id)
         shipments = queries.order_shipments(conn, order_id)
         lines = queries.order_lines(conn, order_id)

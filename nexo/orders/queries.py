@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID
 
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, contains_pattern
+from nexo.outbox.repository import settled_since
 
 
 def clients(conn: Conn) -> list[DictRow]:
@@ -159,9 +161,9 @@ def order_reservations(conn: Conn, order_id: UUID) -> list[DictRow]:
     ).fetchall()
 
 
-def order_events(conn: Conn, order_id: UUID) -> list[DictRow]:
+def order_events(conn: Conn, order_id: UUID, *, entered_at: datetime) -> list[DictRow]:
     """The order's outbox events (compensations and withdrawn ones too) with attempts, last error and the latest
-    dead letter, if any."""
+    dead letter, if any. `entered_at` is the order's created_at: only the months since are read (ADR-019)."""
     return conn.execute(
         """
         SELECT e.id, e.event_type, e.destination, e.status, e.attempts, e.last_error, e.next_attempt_at,
@@ -172,9 +174,9 @@ def order_events(conn: Conn, order_id: UUID) -> list[DictRow]:
           LEFT JOIN LATERAL (SELECT d.status, d.resolved_by, d.resolution_note, d.resolved_at, d.created_at
                                FROM dead_letter d WHERE d.event_id = e.id
                               ORDER BY d.created_at DESC, d.id DESC LIMIT 1) dl ON true
-         WHERE e.aggregate_id = %s ORDER BY e.created_at, e.event_type
+         WHERE e.aggregate_id = %s AND e.settled_on >= %s ORDER BY e.created_at, e.event_type
         """,
-        [order_id],
+        [order_id, settled_since(entered_at)],
     ).fetchall()
 
 

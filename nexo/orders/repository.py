@@ -178,7 +178,7 @@ def lock_order(conn: Conn, order_id: UUID) -> DictRow | None:
     order's events and another cancel or dispatch of it wait for this transaction (one wins, CONTRACT.md).
     """
     return conn.execute(
-        "SELECT id, status, client_id, warehouse_id, salesperson_id, total_cents, charged_cents, billing_status"
+        "SELECT id, status, client_id, warehouse_id, salesperson_id, total_cents, charged_cents, billing_status, created_at"
         " FROM orders WHERE id = %s FOR NO KEY UPDATE",
         [order_id],
     ).fetchone()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from nexo.db import Conn
 from nexo.formatting import format_order_number
@@ -63,7 +64,9 @@ class CancelledEvents:
     dead_letters_withdrawn: tuple[int, ...]
 
 
-def cancel_order_events(conn: Conn, *, order_id: uuid.UUID, actor: str, reason: str, request_id: str | None) -> CancelledEvents:
+def cancel_order_events(
+    conn: Conn, *, order_id: uuid.UUID, entered_at: datetime, actor: str, reason: str, request_id: str | None
+) -> CancelledEvents:
     """In the cancel's transaction, after its order row is locked: withdraw what has not been delivered and
     write a cancellation for every original a destination may hold (ADR-017).
 
@@ -76,7 +79,7 @@ def cancel_order_events(conn: Conn, *, order_id: uuid.UUID, actor: str, reason: 
     Lock order: pending dead letters, then events (a replay takes dead letter, then event).
     """
     lock_pending_of_order(conn, order_id)
-    events = repository.lock_order_events(conn, order_id)
+    events = repository.lock_order_events(conn, order_id, entered_at=entered_at)
     originals = [e for e in events if e["event_type"] in CANCELLATION_OF and e["status"] != EventStatus.RETIRADO]
     undelivered = [e for e in originals if e["status"] != EventStatus.ENTREGADO]
     reached = [e for e in originals if e["status"] == EventStatus.ENTREGADO or e["attempts"] > 0 or e["in_flight"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable
+from datetime import UTC, date, datetime
 
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
@@ -19,6 +20,20 @@ from nexo.states import AttemptOutcome, EventStatus, sql_constant
 # 'ENTREGADO'): those predicates keep a constant (nexo.states.sql_constant says why); every other state is bound.
 PENDIENTE = sql_constant(EventStatus.PENDIENTE)
 ENTREGADO = sql_constant(EventStatus.ENTREGADO)
+# The live partition (migration 0700, ADR-019): an event that can still be claimed, retried, replayed or
+# withdrawn has settled_on 9999-12-31. The relay's statements name it as a constant, so Postgres plans and
+# locks that partition alone, however many months of history lie beside it (nexo/outbox/history.py files
+# settled events by month).
+LIVE = "'9999-12-31'::date"
+
+
+def settled_since(entered_at: datetime) -> date:
+    """The first day an order's events can have settled on: the UTC day it was entered (ADR-019).
+
+    A read of one order's events bounds settled_on with it, so Postgres plans the months from the
+    order's on (and the live partition), not every month of history.
+    """
+    return entered_at.astimezone(UTC).date()
 
 
 def add_events(
@@ -60,19 +75,20 @@ def add_event(
     )[0]
 
 
-def lock_order_events(conn: Conn, order_id: uuid.UUID) -> list[DictRow]:
+def lock_order_events(conn: Conn, order_id: uuid.UUID, *, entered_at: datetime) -> list[DictRow]:
     """The order's events, locked in id order (the relay locks a batch's events in id order too), with what a
-    cancel needs to know of each: delivered, withdrawable, or possibly at its destination already."""
+    cancel needs to know of each: delivered, withdrawable, or possibly at its destination already.
+    `entered_at` is the order's created_at (settled_since)."""
     return conn.execute(
         """
         SELECT e.id, e.event_type, e.destination, e.status, e.attempts, e.depends_on,
                (e.locked_until IS NOT NULL AND e.locked_until >= now()) AS in_flight
           FROM outbox_event e
-         WHERE e.aggregate_id = %s
+         WHERE e.aggregate_id = %s AND e.settled_on >= %s
          ORDER BY e.id
            FOR UPDATE
         """,
-        [order_id],
+        [order_id, settled_since(entered_at)],
     ).fetchall()
 
 
@@ -84,7 +100,7 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
     """
     return conn.execute(
         "UPDATE outbox_event SET status = %s, withdrawn_at = now(), next_attempt_at = now()"
-        " WHERE id = ANY(%s::uuid[]) AND status = ANY(%s)",
+        f" WHERE settled_on = {LIVE} AND id = ANY(%s::uuid[]) AND status = ANY(%s)",
         [EventStatus.RETIRADO, list(event_ids), [EventStatus.PENDIENTE, EventStatus.FALLIDO]],
     ).rowcount
 
@@ -98,11 +114,14 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
 # worker that may still be sending it. An event that depends on nothing is never held back.
 # A webhook notice waits for the one before it the same way, and also goes on once that one has failed
 # into a dead letter (ADR-022); a cancellation's original is never FALLIDO: the cancel withdrew it.
-# Its states are the named parameters of SETTLED_STATES, which every query using it passes.
-ORIGINAL_SETTLED = """EXISTS (SELECT 1 FROM outbox_event o WHERE o.id = pending.depends_on
-                            AND (o.status = ANY(%(settled)s)
-                                 OR (o.status = %(withdrawn)s AND (o.locked_until IS NULL OR o.locked_until < now()))))"""
-SETTLED_STATES = {"settled": [EventStatus.ENTREGADO, EventStatus.FALLIDO], "withdrawn": EventStatus.RETIRADO}
+# Said the other way round, so that it reads the live partition only: no original still on its way there.
+# An original filed by month (or dropped with its month) has settled by construction (history.py).
+# Its states are the named parameters of ON_ITS_WAY_STATES, which every query using it passes.
+ORIGINAL_SETTLED = f"""NOT EXISTS (SELECT 1 FROM outbox_event o
+                                 WHERE o.settled_on = {LIVE} AND o.id = pending.depends_on
+                                   AND (o.status = %(on_its_way)s
+                                        OR (o.status = %(withdrawn)s AND o.locked_until >= now())))"""
+ON_ITS_WAY_STATES = {"on_its_way": EventStatus.PENDIENTE, "withdrawn": EventStatus.RETIRADO}
 
 # The claim is a template, not one text with "(%(ids)s IS NULL OR id = ANY(%(ids)s))" and a bound LIMIT:
 # Postgres could not plan that once for every case, so it planned the claim again on every call (planning
@@ -114,8 +133,9 @@ WITH claimed AS (
        SET locked_until = now() + make_interval(secs => %(lease_s)s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE id IN (SELECT id FROM outbox_event pending
-                   WHERE status = {PENDIENTE}
+     WHERE settled_on = {LIVE}
+       AND id IN (SELECT id FROM outbox_event pending
+                   WHERE settled_on = {LIVE} AND status = {PENDIENTE}
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
@@ -133,7 +153,7 @@ WITH claimed AS (
        SET finished_at = clock_timestamp(), outcome = %(no_outcome)s,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_settled_on = {LIVE} AND a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
     INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, %(worker)s, clock_timestamp() FROM claimed
@@ -145,7 +165,8 @@ SELECT claimed.*, attempt.attempt_id,
        -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
        subscription.url AS webhook_url, subscription.secret AS webhook_secret
   FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-  LEFT JOIN outbox_event original ON original.id = claimed.depends_on
+  -- still live: an original is not filed while an event that depends on it is live (history.py)
+  LEFT JOIN outbox_event original ON original.settled_on = {LIVE} AND original.id = claimed.depends_on
   LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 """
 
@@ -170,13 +191,14 @@ def claim_sql(limit: int, *, given_ids: bool) -> str:
 # behind it would let True through once 1 had been asked for.
 @functools.lru_cache(maxsize=64)  # a drain asks for a handful of sizes (1, 2, 4… MAX_BATCH)
 def _claim_every_due_sql(limit: int) -> str:
-    return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, PENDIENTE=PENDIENTE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
+    return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, PENDIENTE=PENDIENTE, LIVE=LIVE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
 
 
 _CLAIM_GIVEN_SQL = _CLAIM_TEMPLATE.format(
     given_ids="\n                     AND id = ANY(%(ids)b::uuid[])",
     limit="%(limit)s",
     PENDIENTE=PENDIENTE,
+    LIVE=LIVE,
     ORIGINAL_SETTLED=ORIGINAL_SETTLED,
 )
 
@@ -213,7 +235,7 @@ def claim_due(
             "ids": None if ids is None else as_uuids(ids),
             "destination": destination,
             "no_outcome": AttemptOutcome.SIN_RESULTADO,
-            **SETTLED_STATES,
+            **ON_ITS_WAY_STATES,
         },
     ).fetchall()
 
@@ -222,12 +244,12 @@ def due_event_ids(conn: Conn, *, limit: int, max_attempts: int, grace_s: float =
     """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
         "SELECT id, request_id FROM outbox_event pending"
-        f" WHERE status = {PENDIENTE} AND next_attempt_at <= now() - make_interval(secs => %(grace_s)s)"
+        f" WHERE settled_on = {LIVE} AND status = {PENDIENTE} AND next_attempt_at <= now() - make_interval(secs => %(grace_s)s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
         "   AND attempts - cycle_started_attempts < %(max_attempts)s"
         f"   AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})"
         " ORDER BY next_attempt_at LIMIT %(limit)s",
-        {"grace_s": grace_s, "max_attempts": max_attempts, "limit": limit, **SETTLED_STATES},
+        {"grace_s": grace_s, "max_attempts": max_attempts, "limit": limit, **ON_ITS_WAY_STATES},
     ).fetchall()
 
 
@@ -242,9 +264,9 @@ def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
         SELECT e.id, e.destination, e.attempts, e.attempts - e.cycle_started_attempts AS cycle_attempts,
                e.last_error,
                (SELECT a.finished_at IS NULL FROM delivery_attempt a
-                 WHERE a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
+                 WHERE a.event_settled_on = {LIVE} AND a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
           FROM outbox_event e
-         WHERE e.status = {PENDIENTE}
+         WHERE e.settled_on = {LIVE} AND e.status = {PENDIENTE}
            AND e.attempts - e.cycle_started_attempts >= %s
            AND (e.locked_until IS NULL OR e.locked_until < now())
          ORDER BY e.next_attempt_at
@@ -259,7 +281,7 @@ def mark_spent(conn: Conn, event_id: uuid.UUID, *, error: str) -> DictRow | None
     """FALLIDO for an event locked by lock_spent (the caller opens the dead letter); None if it moved on."""
     return conn.execute(
         "UPDATE outbox_event SET status = %s, locked_until = NULL, last_error = %s"
-        " WHERE id = %s AND status = %s"
+        f" WHERE settled_on = {LIVE} AND id = %s AND status = %s"
         " RETURNING id, aggregate_id, destination, attempts",
         [EventStatus.FALLIDO, storable_text(error), event_id, EventStatus.PENDIENTE],
     ).fetchone()
@@ -270,13 +292,13 @@ def close_open_attempts(conn: Conn, event_id: uuid.UUID, *, outcome: AttemptOutc
     return conn.execute(
         "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
         " duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::integer"
-        " WHERE event_id = %s AND finished_at IS NULL",
+        f" WHERE event_settled_on = {LIVE} AND event_id = %s AND finished_at IS NULL",
         [outcome, storable_text(error), event_id],
     ).rowcount
 
 
 # An outcome other than REINTENTO is also the event's new status (the two enums share those spellings).
-RECORD_SQL = """
+RECORD_SQL = f"""
 UPDATE outbox_event e
    SET status = CASE o.outcome WHEN %(retry)s THEN %(pending)s ELSE o.outcome END,
        delivered_at = CASE WHEN o.outcome = %(delivered)s THEN now() ELSE e.delivered_at END,
@@ -287,7 +309,7 @@ UPDATE outbox_event e
        last_error = o.error
   FROM unnest(%(ids)b::uuid[], %(tokens)b::uuid[], %(outcomes)b::text[], %(delays)b::float8[], %(errors)b::text[])
        AS o(id, claim_token, outcome, delay_s, error)
- WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = %(pending)s
+ WHERE e.settled_on = {LIVE} AND e.id = o.id AND e.claim_token = o.claim_token AND e.status = %(pending)s
 RETURNING e.id
 """
 
@@ -309,7 +331,7 @@ def record_outcomes(conn: Conn, outcomes: list[tuple[uuid.UUID, uuid.UUID, Attem
     # Lock the rows in id order first: two claimants recording overlapping events (one whose lease
     # expired, one that took them over) then never wait on each other in a cycle, whatever order
     # their batches came in and whatever plan the UPDATE below gets.
-    conn.execute("SELECT id FROM outbox_event WHERE id = ANY(%b::uuid[]) ORDER BY id FOR UPDATE", [ids])
+    conn.execute(f"SELECT id FROM outbox_event WHERE settled_on = {LIVE} AND id = ANY(%b::uuid[]) ORDER BY id FOR UPDATE", [ids])
     rows = conn.execute(
         RECORD_SQL,
         {
@@ -335,7 +357,7 @@ def release_withdrawn(conn: Conn, claims: list[tuple[uuid.UUID, uuid.UUID]]) -> 
     ids, tokens = (list(column) for column in zip(*claims, strict=True))
     return conn.execute(
         "UPDATE outbox_event e SET locked_until = NULL FROM unnest(%b::uuid[], %b::uuid[]) AS c(id, claim_token)"
-        " WHERE e.id = c.id AND e.claim_token = c.claim_token AND e.status = %s",
+        f" WHERE e.settled_on = {LIVE} AND e.id = c.id AND e.claim_token = c.claim_token AND e.status = %s",
         [ids, tokens, EventStatus.RETIRADO],
     ).rowcount
 
@@ -355,7 +377,7 @@ def close_attempts(conn: Conn, attempts: list[tuple[int, AttemptOutcome, int | N
         " http_status = o.http_status, error = o.error, duration_ms = o.duration_ms"
         " FROM unnest(%b::bigint[], %b::text[], %b::integer[], %b::text[], %b::integer[])"
         "   AS o(id, outcome, http_status, error, duration_ms)"
-        " WHERE a.id = o.id AND a.finished_at IS NULL",
+        f" WHERE a.event_settled_on = {LIVE} AND a.id = o.id AND a.finished_at IS NULL",
         [ids, outcomes, statuses, [storable_text(e) for e in errors], durations],
     )
 
@@ -371,11 +393,11 @@ def requeue_events(conn: Conn, *, event_ids: list[uuid.UUID], destination: str) 
     budget and backoff restart, though: the event gets a fresh cycle of RELAY_MAX_ATTEMPTS tries.
     """
     return conn.execute(
-        """
+        f"""
         UPDATE outbox_event
            SET status = %s, next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
                cycle_started_attempts = attempts
-         WHERE id = ANY(%s) AND destination = %s AND status = %s
+         WHERE settled_on = {LIVE} AND id = ANY(%s) AND destination = %s AND status = %s
         """,
         [EventStatus.PENDIENTE, list(event_ids), destination, EventStatus.FALLIDO],
     ).rowcount
@@ -394,16 +416,20 @@ def check_retention_days(days: int) -> None:
 def purge_delivered_events(conn: Conn, *, destination: str, older_than_days: int, batch: int = 1000) -> list[uuid.UUID]:
     """Delete up to `batch` ENTREGADO events of one destination delivered over older_than_days ago; return their ids.
 
-    Events that still have a dead-letter row are skipped: deleting them would cascade to a resolved
-    dead letter still inside its grace. They go once the dead-letter purge has removed those rows.
+    Only those still in the live partition: the months filed by history.py go whole, dropped once past
+    the retention (history.drop_expired_months). Events that still have a dead-letter row are skipped:
+    deleting them would cascade to a resolved dead letter still inside its grace. They go once the
+    dead-letter purge has removed those rows.
     Their delivery attempts go with them (ON DELETE CASCADE); the audit log keeps its rows.
     """
     check_retention_days(older_than_days)
     rows = conn.execute(
         f"""
         DELETE FROM outbox_event
-         WHERE id IN (SELECT e.id FROM outbox_event e
-                       WHERE e.destination = %(destination)s
+         WHERE settled_on = {LIVE}
+           AND id IN (SELECT e.id FROM outbox_event e
+                       WHERE e.settled_on = {LIVE}
+                         AND e.destination = %(destination)s
                          AND e.status = {ENTREGADO}
                          AND e.delivered_at < now() - make_interval(days => %(days)s)
                          AND NOT EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id)

@@ -59,14 +59,16 @@ def end(conn: Conn, subscription_id: int, *, api_key_id: int, actor: str) -> int
     if ended is None:
         return None
     conn.execute(
-        "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id"
-        " WHERE e.subscription_id = %s AND d.status = %s ORDER BY d.id FOR UPDATE OF d",
+        "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id AND e.settled_on = d.event_settled_on"
+        f" WHERE d.event_settled_on = {repository.LIVE} AND e.subscription_id = %s AND d.status = %s"  # pending: live
+        " ORDER BY d.id FOR UPDATE OF d",
         [subscription_id, DeadLetterStatus.PENDING],
     )
     ids = [
         row["id"]
         for row in conn.execute(
-            "SELECT id FROM outbox_event WHERE subscription_id = %s AND status = ANY(%s) ORDER BY id FOR UPDATE",
+            f"SELECT id FROM outbox_event WHERE settled_on = {repository.LIVE} AND subscription_id = %s AND status = ANY(%s)"
+            " ORDER BY id FOR UPDATE",
             [subscription_id, [EventStatus.PENDIENTE, EventStatus.FALLIDO]],
         ).fetchall()
     ]
