@@ -1,18 +1,24 @@
 """The relay's claim with and without a history of delivered events (ADR-019, "history out of the hot path").
 
 `.venv/bin/python scripts/stack.py exec --throwaway -- .venv/bin/python -m bench.claim_history`: loads 1,000
-pending events, measures the claim index and a claim of 16 (rolled back, 20 times), then adds 1,000,000
-delivered events and measures again. Foreign keys are off for the bulk load (the events' orders are fake).
+pending events and measures the live partition, its claim index and a claim of 16 (rolled back, 30 times);
+then adds 1,000,000 delivered events still in the live partition (what a database holds before the maintenance
+runner files them, and what every database held before migration 0700), then the same million filed into
+36 months, and measures again. Beside the claim, the order page's read of one order's events, which names
+no partition and so plans over every month. Foreign keys are off for the bulk load (the events' orders are fake).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from datetime import date
 
 import psycopg
+from psycopg.rows import dict_row
 
-from nexo.outbox.repository import SETTLED_STATES, claim_sql
+from nexo.outbox import history
+from nexo.outbox.repository import ON_ITS_WAY_STATES, claim_sql
 from nexo.states import AttemptOutcome
 
 PARAMS = {
@@ -21,44 +27,79 @@ PARAMS = {
     "max_attempts": 8,
     "destination": "fiscal",
     "no_outcome": AttemptOutcome.SIN_RESULTADO,
-    **SETTLED_STATES,
+    **ON_ITS_WAY_STATES,
 }
+MONTHS = 36
+HISTORY = 1_000_000
 
 
-def _add(conn: psycopg.Connection, n: int, status: str) -> None:
+def _add(conn: psycopg.Connection, n: int, status: str, *, filed: bool = False) -> None:
+    # Delivered g hours ago, spread over MONTHS months; filed ones carry their day (settled_on) at once.
+    settled_on = "(now() - (g %% (%s * 720)) * interval '1 hour')::date" if filed else "'9999-12-31'::date"
     conn.execute(
         "INSERT INTO outbox_event"
-        " (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at, created_at)"
+        " (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at, created_at, settled_on)"
         " SELECT gen_random_uuid(), gen_random_uuid(), 'billing.intent_recorded', 'fiscal', '{}'::jsonb, %s, 1,"
-        "        CASE WHEN %s = 'ENTREGADO' THEN now() END, now() - (g %% 1000) * interval '1 hour'"
+        "        CASE WHEN %s = 'ENTREGADO' THEN now() - (g %% (%s * 720)) * interval '1 hour' END,"
+        f"       now() - (g %% (%s * 720)) * interval '1 hour', {settled_on}"
         "   FROM generate_series(1, %s) g",
-        [status, status, n],
+        [status, status, MONTHS, MONTHS, *([MONTHS] if filed else []), n],
     )
 
 
-def _measure(conn: psycopg.Connection, label: str) -> None:
-    conn.execute("VACUUM ANALYZE outbox_event")
-    index, table, events = conn.execute(
-        "SELECT pg_relation_size('outbox_pendientes_idx'), pg_relation_size('outbox_event'), (SELECT count(*) FROM outbox_event)"
-    ).fetchone()  # type: ignore[misc]
-    times = []
-    for _ in range(20):
+def _p50(conn: psycopg.Connection, query: str, params: dict | list) -> tuple[float, float]:
+    """Median wall time of the statement (ms, rolled back) and of its planning (ms, EXPLAIN ANALYZE), 30 runs."""
+    runs, plans = [], []
+    for _ in range(30):
         with conn.transaction(force_rollback=True):
             started = time.perf_counter()
-            conn.execute(claim_sql(16, given_ids=False), PARAMS).fetchall()
-            times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    sizes = f"table {table / 1e6:.1f} MB, claim index {index / 1024:.0f} kB"
-    print(f"{label}: {events:,} events, {sizes}, claim of 16 p50 {times[10]:.2f} ms")
+            conn.execute(query, params).fetchall()
+            runs.append((time.perf_counter() - started) * 1000)
+        with conn.transaction(force_rollback=True):
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query, params).fetchone()
+            plans.append(plan["QUERY PLAN"][0]["Planning Time"])  # type: ignore[index]
+    return sorted(runs)[15], sorted(plans)[15]
+
+
+def _measure(conn: psycopg.Connection, label: str, order_id: object) -> None:
+    conn.execute("VACUUM ANALYZE outbox_event")
+    sizes = conn.execute(
+        "SELECT pg_relation_size('outbox_event_live') AS live,"
+        "       (SELECT pg_relation_size(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        "         WHERE i.indrelid = 'outbox_event_live'::regclass AND c.relname LIKE '%%next_attempt_at%%') AS claim_index,"
+        "       (SELECT count(*) FROM outbox_event) AS events,"
+        "       (SELECT count(*) FROM pg_inherits WHERE inhparent = 'outbox_event'::regclass) AS partitions"
+    ).fetchone()
+    assert sizes is not None
+    claim, claim_plan = _p50(conn, claim_sql(16, given_ids=False), PARAMS)
+    page, page_plan = _p50(
+        conn, "SELECT id, event_type, status, delivered_at FROM outbox_event WHERE aggregate_id = %s", [order_id]
+    )
+    print(
+        f"{label}: {sizes['events']:,} events in {sizes['partitions']} partitions; live partition "
+        f"{sizes['live'] / 1e6:.1f} MB, claim index {sizes['claim_index'] / 1024:.0f} kB\n"
+        f"    claim of 16 p50 {claim:.2f} ms (planning {claim_plan:.2f} ms);"
+        f" one order's events p50 {page:.2f} ms (planning {page_plan:.2f} ms)"
+    )
 
 
 def main() -> None:
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True, row_factory=dict_row) as conn:
         conn.execute("SET session_replication_role = replica")
         _add(conn, 1000, "PENDIENTE")
-        _measure(conn, "1,000 pending, no history")
-        _add(conn, 1_000_000, "ENTREGADO")
-        _measure(conn, "1,000 pending + 1,000,000 delivered")
+        order_id = conn.execute("SELECT aggregate_id FROM outbox_event LIMIT 1").fetchone()["aggregate_id"]  # type: ignore[index]
+        _measure(conn, "1,000 pending, no history", order_id)
+        _add(conn, HISTORY, "ENTREGADO")
+        _measure(conn, f"1,000 pending + {HISTORY:,} delivered, not yet filed", order_id)
+        conn.execute("DELETE FROM outbox_event WHERE status = 'ENTREGADO'")
+        this_month = history.month_start(date.today())
+        month = this_month
+        for _ in range(MONTHS + 1):
+            with conn.transaction():
+                history.add_month(conn, month)  # type: ignore[arg-type]
+            month = date.fromordinal(month.toordinal() - 1).replace(day=1)
+        _add(conn, HISTORY, "ENTREGADO", filed=True)
+        _measure(conn, f"1,000 pending + {HISTORY:,} delivered, filed by month", order_id)
 
 
 if __name__ == "__main__":
