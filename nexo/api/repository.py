@@ -113,7 +113,10 @@ _ORDER_COLUMNS = """o.id, o.number, o.status, o.billing_status, o.client_id, o.w
                                WHERE l.order_id = o.id), '[]') AS lines,
                     coalesce((SELECT json_agg(json_build_object('type', e.event_type, 'status', e.status)
                                               ORDER BY e.created_at, e.event_type)
-                                FROM outbox_event e WHERE e.aggregate_id = o.id), '[]') AS events"""
+                                FROM outbox_event e
+                               -- the months from the order's on only (ADR-019: pruned as each order is read)
+                               WHERE e.aggregate_id = o.id AND e.settled_on >= (o.created_at AT TIME ZONE 'UTC')::date),
+                             '[]') AS events"""
 
 
 def order(conn: Conn, order_id: UUID) -> DictRow | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
-from nexo.outbox.repository import LIVE  # handoffs on the way or failed are in the live partition (ADR-019)
+from nexo.outbox.partitions import LIVE  # handoffs on the way or failed are in the live partition (ADR-019)
 from nexo.states import DISPATCHABLE, EventStatus, sql_constant
 
 PAGE_SIZE = 50
@@ -38,7 +38,9 @@ def handoffs_to_prepare(conn: Conn, deposit: str | None, *, limit: int = PAGE_SI
         SELECT o.id AS order_id, o.number AS order_number,
                o.handoff_ticket, o.warehouse_id, c.name AS client_name, o.delivery_method,
                (SELECT max(e.delivered_at) FROM outbox_event e
-                 WHERE e.aggregate_id = o.id AND e.event_type = 'order.handoff_requested' AND e.status = {ENTREGADO})
+                 WHERE e.aggregate_id = o.id AND e.event_type = 'order.handoff_requested' AND e.status = {ENTREGADO}
+                   -- the months from the order's on only (ADR-019: pruned as each order is read)
+                   AND e.settled_on >= (o.created_at AT TIME ZONE 'UTC')::date)
                  AS delivered_at,
                coalesce((SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.sku)
                            FROM order_line l WHERE l.order_id = o.id), '[]') AS lines

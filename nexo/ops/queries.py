@@ -9,8 +9,8 @@ from __future__ import annotations
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
+from nexo.outbox.partitions import LIVE  # pending and failed events are in the live partition (ADR-019)
 from nexo.outbox.registry import NAMES
-from nexo.outbox.repository import LIVE  # pending and failed events are in the live partition (ADR-019)
 from nexo.states import DeadLetterStatus, EventStatus, OrderStatus, ReservationKind, sql_constant
 
 HOURS = 24

@@ -8,7 +8,7 @@ from uuid import UUID
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, contains_pattern
-from nexo.outbox.repository import settled_since
+from nexo.outbox.partitions import settled_since
 
 
 def clients(conn: Conn) -> list[DictRow]:

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from nexo import audit
 from nexo.db import Conn, one_row
-from nexo.outbox.repository import LIVE
+from nexo.outbox.partitions import LIVE
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome, DeadLetterStatus
 

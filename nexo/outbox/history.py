@@ -2,7 +2,7 @@
 
 outbox_event and delivery_attempt are partitioned by the day an event settled (migration 0700). The work
 still to do lives in the live partition (settled_on 9999-12-31), which every statement of the relay names
-(repository.LIVE). The maintenance runner files what has settled into one partition per month
+(partitions.LIVE). The maintenance runner files what has settled into one partition per month
 (`file_settled_events`), and, once OUTBOX_RETENTION_DAYS is decided (docs/unknowns.md), drops a month
 past it whole (`drop_expired_months`) instead of deleting its rows one by one.
 
@@ -31,7 +31,8 @@ from psycopg import sql
 
 from nexo import audit
 from nexo.db import Conn, Database
-from nexo.outbox.repository import ENTREGADO, LIVE, check_retention_days
+from nexo.outbox.partitions import LIVE
+from nexo.outbox.repository import ENTREGADO, check_retention_days
 from nexo.states import EventStatus, sql_constant
 
 log = logging.getLogger(__name__)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import datetime
 
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from nexo.db import Conn
 from nexo.outbox import registry
+from nexo.outbox.partitions import LIVE, settled_since  # the relay's statements name the live partition (ADR-019)
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome, EventStatus, sql_constant
 
@@ -20,20 +21,6 @@ from nexo.states import AttemptOutcome, EventStatus, sql_constant
 # 'ENTREGADO'): those predicates keep a constant (nexo.states.sql_constant says why); every other state is bound.
 PENDIENTE = sql_constant(EventStatus.PENDIENTE)
 ENTREGADO = sql_constant(EventStatus.ENTREGADO)
-# The live partition (migration 0700, ADR-019): an event that can still be claimed, retried, replayed or
-# withdrawn has settled_on 9999-12-31. The relay's statements name it as a constant, so Postgres plans and
-# locks that partition alone, however many months of history lie beside it (nexo/outbox/history.py files
-# settled events by month).
-LIVE = "'9999-12-31'::date"
-
-
-def settled_since(entered_at: datetime) -> date:
-    """The first day an order's events can have settled on: the UTC day it was entered (ADR-019).
-
-    A read of one order's events bounds settled_on with it, so Postgres plans the months from the
-    order's on (and the live partition), not every month of history.
-    """
-    return entered_at.astimezone(UTC).date()
 
 
 def add_events(

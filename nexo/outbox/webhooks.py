@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from nexo.db import Conn
 from nexo.formatting import format_order_number
+from nexo.outbox.partitions import settled_since
 
 NOTICE = "webhook.notice"  # outbox_event.event_type of every notice
 DESTINATION = "webhook"
@@ -112,39 +113,66 @@ def notify_many(conn: Conn, order_ids: list[uuid.UUID], event: str, *, request_i
         """
         SELECT s.id AS subscription_id,
                o.id, o.number, o.status, o.billing_status, o.client_id, o.total_cents, o.created_at,
-               o.invoice_number, o.credit_note_number, o.handoff_ticket,
-               prev.id AS previous_id, coalesce(prev.sequence, 0) + 1 AS sequence, now() AS occurred_at
+               o.invoice_number, o.credit_note_number, o.handoff_ticket, now() AS occurred_at
           FROM orders o
           JOIN api_key k ON k.id = o.api_key_id AND k.revoked_at IS NULL
           JOIN webhook_subscription s ON s.api_key_id = k.id AND s.revoked_at IS NULL AND %(event)s = ANY(s.events)
-          LEFT JOIN LATERAL (
-                SELECT e.id, (e.payload->>'sequence')::int AS sequence FROM outbox_event e
-                 WHERE e.subscription_id = s.id AND e.aggregate_id = o.id
-                 ORDER BY (e.payload->>'sequence')::int DESC LIMIT 1) prev ON true
          WHERE o.id = ANY(%(order_ids)b::uuid[]) AND o.api_key_id IS NOT NULL
          ORDER BY o.id, s.id
         """,
         {"order_ids": list(order_ids), "event": event},
     ).fetchall()
+    if not rows:
+        return []
+    previous = _previous_notices(conn, rows)
     ids = []
     for row in rows:
         notice_id = uuid.uuid4()
+        before = previous.get((row["subscription_id"], row["id"]))
+        order = {**row, "sequence": 1 if before is None else before["sequence"] + 1}
         conn.execute(
             "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on,"
             " subscription_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 notice_id,
-                row["id"],
+                order["id"],
                 NOTICE,
                 DESTINATION,
-                Jsonb(_notice(notice_id, event, row)),
+                Jsonb(_notice(notice_id, event, order)),
                 request_id,
-                row["previous_id"],
-                row["subscription_id"],
+                None if before is None else before["id"],
+                order["subscription_id"],
             ],
         )
         ids.append(notice_id)
     return ids
+
+
+def _previous_notices(conn: Conn, rows: list) -> dict[tuple[int, uuid.UUID], dict]:
+    """The newest notice each (subscription, order) already has, by that pair: the next one's sequence follows
+    it and depends on it.
+
+    A statement of its own, run only for orders with a subscription: it reads the outbox from the oldest
+    order's day on (partitions.settled_since), so Postgres plans those months only. In the statement above,
+    every order of the form and every relay batch of invoices would have had it planned over every month
+    of history (ADR-019).
+    """
+    found = conn.execute(
+        """
+        SELECT DISTINCT ON (e.subscription_id, e.aggregate_id)
+               e.subscription_id, e.aggregate_id, e.id, (e.payload->>'sequence')::int AS sequence
+          FROM outbox_event e
+         WHERE e.settled_on >= %(since)s
+           AND e.aggregate_id = ANY(%(order_ids)b::uuid[]) AND e.subscription_id = ANY(%(subscriptions)b::bigint[])
+         ORDER BY e.subscription_id, e.aggregate_id, (e.payload->>'sequence')::int DESC
+        """,
+        {
+            "since": settled_since(min(row["created_at"] for row in rows)),
+            "order_ids": sorted({row["id"] for row in rows}),
+            "subscriptions": sorted({row["subscription_id"] for row in rows}),
+        },
+    ).fetchall()
+    return {(r["subscription_id"], r["aggregate_id"]): r for r in found}
 
 
 def _notice(notice_id: uuid.UUID, event: str, row: dict) -> dict:
