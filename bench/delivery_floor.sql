@@ -11,20 +11,19 @@
 BEGIN;
 -- claim_due (CLAIM_SQL, nexo/outbox/repository.py), its rows gathered into arrays for the record below
 WITH claimed AS (
-    UPDATE outbox_event
+    UPDATE outbox_event_live
        SET locked_until = now() + make_interval(secs => :lease_s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE settled_on = '9999-12-31'::date
-       AND id IN (SELECT id FROM outbox_event pending
-                   WHERE settled_on = '9999-12-31'::date AND status = 'PENDIENTE'
+     WHERE id IN (SELECT id FROM outbox_event_live pending
+                   WHERE status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
                      AND (:fiscal::text IS NULL OR destination = :fiscal::text)
-                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event o
-                            WHERE o.settled_on = '9999-12-31'::date AND o.id = pending.depends_on
+                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event_live o
+                            WHERE o.id = pending.depends_on
                               AND (o.status = :on_its_way OR (o.status = :withdrawn AND o.locked_until >= now()))))
                    ORDER BY next_attempt_at
                    LIMIT :batch::integer
@@ -33,13 +32,13 @@ WITH claimed AS (
               subscription_id, attempts - cycle_started_attempts AS cycle_attempts
 ), abandoned AS (
     -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
-    UPDATE delivery_attempt a
+    UPDATE delivery_attempt_live a
        SET finished_at = clock_timestamp(), outcome = :no_outcome,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_settled_on = '9999-12-31'::date AND a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
-    INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
+    INSERT INTO delivery_attempt_live (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, :worker::text, clock_timestamp() FROM claimed
     RETURNING id AS attempt_id, event_id
 ), batch AS (
@@ -49,7 +48,7 @@ WITH claimed AS (
            -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
            subscription.url AS webhook_url, subscription.secret AS webhook_secret
       FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-      LEFT JOIN outbox_event original ON original.settled_on = '9999-12-31'::date AND original.id = claimed.depends_on
+      LEFT JOIN outbox_event_live original ON original.id = claimed.depends_on
       LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
@@ -71,20 +70,19 @@ COMMIT;
 BEGIN;
 -- claim_due (CLAIM_SQL, nexo/outbox/repository.py), its rows gathered into arrays for the record below
 WITH claimed AS (
-    UPDATE outbox_event
+    UPDATE outbox_event_live
        SET locked_until = now() + make_interval(secs => :lease_s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE settled_on = '9999-12-31'::date
-       AND id IN (SELECT id FROM outbox_event pending
-                   WHERE settled_on = '9999-12-31'::date AND status = 'PENDIENTE'
+     WHERE id IN (SELECT id FROM outbox_event_live pending
+                   WHERE status = 'PENDIENTE'
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
                      AND attempts - cycle_started_attempts < :max_attempts::integer
                      AND (:warehouse::text IS NULL OR destination = :warehouse::text)
-                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event o
-                            WHERE o.settled_on = '9999-12-31'::date AND o.id = pending.depends_on
+                     AND (pending.depends_on IS NULL OR NOT EXISTS (SELECT 1 FROM outbox_event_live o
+                            WHERE o.id = pending.depends_on
                               AND (o.status = :on_its_way OR (o.status = :withdrawn AND o.locked_until >= now()))))
                    ORDER BY next_attempt_at
                    LIMIT :batch::integer
@@ -93,13 +91,13 @@ WITH claimed AS (
               subscription_id, attempts - cycle_started_attempts AS cycle_attempts
 ), abandoned AS (
     -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
-    UPDATE delivery_attempt a
+    UPDATE delivery_attempt_live a
        SET finished_at = clock_timestamp(), outcome = :no_outcome,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_settled_on = '9999-12-31'::date AND a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
-    INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
+    INSERT INTO delivery_attempt_live (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, :worker::text, clock_timestamp() FROM claimed
     RETURNING id AS attempt_id, event_id
 ), batch AS (
@@ -109,7 +107,7 @@ WITH claimed AS (
            -- a webhook notice goes to its subscription's URL, signed with its secret (ADR-022)
            subscription.url AS webhook_url, subscription.secret AS webhook_secret
       FROM claimed JOIN attempt ON attempt.event_id = claimed.id
-      LEFT JOIN outbox_event original ON original.settled_on = '9999-12-31'::date AND original.id = claimed.depends_on
+      LEFT JOIN outbox_event_live original ON original.id = claimed.depends_on
       LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
@@ -131,8 +129,8 @@ COMMIT;
 -- record_all (nexo/outbox/relay.py): the orders, the events' fence, the outcomes, the attempts, the effects
 BEGIN;
 SELECT id FROM orders WHERE id = ANY(:orders::uuid[]) ORDER BY id FOR NO KEY UPDATE;
-SELECT id FROM outbox_event WHERE settled_on = '9999-12-31'::date AND id = ANY(:ids::uuid[]) ORDER BY id FOR UPDATE;
-UPDATE outbox_event e
+SELECT id FROM outbox_event_live WHERE id = ANY(:ids::uuid[]) ORDER BY id FOR UPDATE;
+UPDATE outbox_event_live e
    SET status = CASE o.outcome WHEN :retry THEN :pending ELSE o.outcome END,
        delivered_at = CASE WHEN o.outcome = :delivered THEN now() ELSE e.delivered_at END,
        withdrawn_at = CASE WHEN o.outcome = :withdrawn THEN now() ELSE e.withdrawn_at END,
@@ -142,24 +140,19 @@ UPDATE outbox_event e
        last_error = o.error
   FROM unnest(:ids::uuid[], :tokens::uuid[], :outcomes::text[], :delays::float8[], :errors::text[])
        AS o(id, claim_token, outcome, delay_s, error)
- WHERE e.settled_on = '9999-12-31'::date AND e.id = o.id AND e.claim_token = o.claim_token AND e.status = :pending
+ WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = :pending
 RETURNING e.id
 ;
-UPDATE delivery_attempt a SET finished_at = clock_timestamp(), outcome = o.outcome, http_status = o.http_status, error = o.error, duration_ms = o.duration_ms FROM unnest(:attempt_ids::bigint[], :outcomes::text[], :statuses::integer[], :errors::text[], :durations::integer[])   AS o(id, outcome, http_status, error, duration_ms) WHERE a.event_settled_on = '9999-12-31'::date AND a.id = o.id AND a.finished_at IS NULL;
+UPDATE delivery_attempt_live a SET finished_at = clock_timestamp(), outcome = o.outcome, http_status = o.http_status, error = o.error, duration_ms = o.duration_ms FROM unnest(:attempt_ids::bigint[], :outcomes::text[], :statuses::integer[], :errors::text[], :durations::integer[])   AS o(id, outcome, http_status, error, duration_ms) WHERE a.id = o.id AND a.finished_at IS NULL;
 \if :client_id % 2 = 0
 UPDATE orders o SET billing_status = :billed, invoice_number = v.effect FROM unnest(:effect_orders::uuid[], :effects::text[]) AS v(id, effect) WHERE o.id = v.id;
 -- the invoice's webhook notices (nexo/outbox/webhooks.py notify_many): the floor's orders came from no API key
 SELECT s.id AS subscription_id,
        o.id, o.number, o.status, o.billing_status, o.client_id, o.total_cents, o.created_at,
-       o.invoice_number, o.credit_note_number, o.handoff_ticket,
-       prev.id AS previous_id, coalesce(prev.sequence, 0) + 1 AS sequence, now() AS occurred_at
+       o.invoice_number, o.credit_note_number, o.handoff_ticket, now() AS occurred_at
   FROM orders o
   JOIN api_key k ON k.id = o.api_key_id AND k.revoked_at IS NULL
   JOIN webhook_subscription s ON s.api_key_id = k.id AND s.revoked_at IS NULL AND :invoiced::text = ANY(s.events)
-  LEFT JOIN LATERAL (
-        SELECT e.id, (e.payload->>'sequence')::int AS sequence FROM outbox_event e
-         WHERE e.subscription_id = s.id AND e.aggregate_id = o.id
-         ORDER BY (e.payload->>'sequence')::int DESC LIMIT 1) prev ON true
  WHERE o.id = ANY(:effect_orders::uuid[]) AND o.api_key_id IS NOT NULL
  ORDER BY o.id, s.id;
 \else

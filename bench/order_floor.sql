@@ -101,6 +101,6 @@ BEGIN;
         SELECT product_id FROM reserved
 ;
 -- add_events (nexo/outbox/repository.py): the two events of a confirmed order, one payload
-INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on) SELECT id, :order_id::uuid, event_type, destination, :payload::jsonb, :correlation::text, depends_on   FROM unnest(:event_ids::uuid[], :event_types::text[], :destinations::text[], :depends_on::uuid[]) AS e(id, event_type, destination, depends_on)
+INSERT INTO outbox_event_live (id, aggregate_id, event_type, destination, payload, request_id, depends_on) SELECT id, :order_id::uuid, event_type, destination, :payload::jsonb, :correlation::text, depends_on   FROM unnest(:event_ids::uuid[], :event_types::text[], :destinations::text[], :depends_on::uuid[]) AS e(id, event_type, destination, depends_on)
 ;
 COMMIT;

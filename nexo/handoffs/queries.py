@@ -5,7 +5,7 @@ from __future__ import annotations
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
-from nexo.outbox.partitions import LIVE  # handoffs on the way or failed are in the live partition (ADR-019)
+from nexo.outbox.partitions import LIVE_EVENTS  # handoffs on the way or failed are live (ADR-019)
 from nexo.states import DISPATCHABLE, EventStatus, sql_constant
 
 PAGE_SIZE = 50
@@ -66,10 +66,10 @@ def handoff_counts(conn: Conn, deposit: str | None) -> DictRow:
         f"""
         SELECT (SELECT count(*) FROM (SELECT 1 FROM orders WHERE {TO_PREPARE} AND {_IN_DEPOSIT}
                                        ORDER BY created_at, id LIMIT %(cap)s) AS waiting) AS to_prepare,
-               (SELECT count(*) FROM outbox_event
-                 WHERE settled_on = {LIVE} AND destination = 'warehouse' AND status = {PENDIENTE}) AS on_the_way,
-               (SELECT count(*) FROM outbox_event
-                 WHERE settled_on = {LIVE} AND destination = 'warehouse' AND status = {FALLIDO}) AS failed
+               (SELECT count(*) FROM {LIVE_EVENTS}
+                 WHERE destination = 'warehouse' AND status = {PENDIENTE}) AS on_the_way,
+               (SELECT count(*) FROM {LIVE_EVENTS}
+                 WHERE destination = 'warehouse' AND status = {FALLIDO}) AS failed
         """,
         {"deposit": deposit, "cap": TO_PREPARE_COUNT_CAP + 1},
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
-from nexo.outbox.partitions import LIVE  # pending and failed events are in the live partition (ADR-019)
+from nexo.outbox.partitions import LIVE_EVENTS  # pending and failed events are in the live partition (ADR-019)
 from nexo.outbox.registry import NAMES
 from nexo.states import DeadLetterStatus, EventStatus, OrderStatus, ReservationKind, sql_constant
 
@@ -45,8 +45,8 @@ def pending_events(conn: Conn) -> dict[str, dict]:
                count(*) OVER (PARTITION BY destination) AS pending,
                extract(epoch FROM now() - created_at)::float AS oldest_age_s,
                attempts AS oldest_attempts, last_error AS oldest_last_error
-          FROM outbox_event
-         WHERE settled_on = {LIVE} AND status = {PENDIENTE}
+          FROM {LIVE_EVENTS}
+         WHERE status = {PENDIENTE}
          ORDER BY destination, created_at, id""").fetchall()
     return _by_destination(rows, {"pending": 0, "oldest_age_s": None, "oldest_attempts": None, "oldest_last_error": None})
 
@@ -56,8 +56,8 @@ def failed_events(conn: Conn) -> dict[str, dict]:
     rows = conn.execute(
         f"""
         SELECT d.destination,
-               (SELECT count(*) FROM outbox_event e
-                 WHERE e.settled_on = {LIVE} AND e.status = {FALLIDO} AND e.destination = d.destination) AS failed,
+               (SELECT count(*) FROM {LIVE_EVENTS} e
+                 WHERE e.status = {FALLIDO} AND e.destination = d.destination) AS failed,
                (SELECT count(*) FROM dead_letter l
                  WHERE l.status = {DEAD_LETTER_PENDING} AND l.destination = d.destination) AS dead_letters_pending
           FROM unnest(%s::text[]) AS d(destination)""",
@@ -166,8 +166,8 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
              pending AS MATERIALIZED (
                  SELECT e.id, e.destination, e.created_at, e.delivered_at,
                         EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id) AS had_dead_letter
-                   FROM outbox_event e
-                  WHERE e.settled_on = {LIVE} AND e.status = {PENDIENTE}),
+                   FROM {LIVE_EVENTS} e
+                  WHERE e.status = {PENDIENTE}),
              candidates AS MATERIALIZED (
                  SELECT id, destination, created_at, delivered_at FROM pending WHERE had_dead_letter
                  UNION ALL
@@ -175,8 +175,8 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
                     FROM pending WHERE NOT had_dead_letter
                    ORDER BY destination, created_at)
                  UNION ALL
-                 SELECT id, destination, created_at, delivered_at FROM outbox_event
-                  WHERE settled_on = {LIVE} AND status = %(failed)s
+                 SELECT id, destination, created_at, delivered_at FROM {LIVE_EVENTS}
+                  WHERE status = %(failed)s
                     AND id = ANY (ARRAY(SELECT event_id FROM dead_letter
                                          WHERE created_at > now() - %(hours)s * interval '1 hour'))
                  UNION ALL

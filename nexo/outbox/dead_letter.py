@@ -11,7 +11,7 @@ from uuid import UUID
 
 from nexo import audit
 from nexo.db import Conn, one_row
-from nexo.outbox.partitions import LIVE
+from nexo.outbox.partitions import LIVE_ATTEMPTS, LIVE_EVENTS
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome, DeadLetterStatus
 
@@ -43,8 +43,8 @@ def open_dead_letter(
                                  first_failed_at, last_failed_at)
         SELECT %(event_id)s, %(destination)s, %(attempts)s, %(last_error)s, %(http_status)s, %(signature)s,
                coalesce(min(a.started_at), now()), now()
-          FROM delivery_attempt a
-         WHERE a.event_settled_on = {LIVE} AND a.event_id = %(event_id)s
+          FROM {LIVE_ATTEMPTS} a
+         WHERE a.event_id = %(event_id)s
            AND a.outcome = ANY(%(failed_outcomes)s)
            -- a replayed event starts a fresh cycle: count from the last dead letter's resolution
            AND a.started_at > coalesce((SELECT max(resolved_at) FROM dead_letter d
@@ -86,9 +86,9 @@ def lock_pending_of_order(conn: Conn, order_id: UUID) -> list[int]:
     return [
         row["id"]
         for row in conn.execute(
-            "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id AND e.settled_on = d.event_settled_on"
-            # a pending dead letter's event is FALLIDO, so live: Postgres plans that partition alone
-            f" WHERE d.event_settled_on = {LIVE} AND e.aggregate_id = %s AND d.status = %s ORDER BY d.id FOR UPDATE OF d",
+            # a pending dead letter's event is FALLIDO, so live (ADR-019)
+            f"SELECT d.id FROM dead_letter d JOIN {LIVE_EVENTS} e ON e.id = d.event_id"
+            " WHERE e.aggregate_id = %s AND d.status = %s ORDER BY d.id FOR UPDATE OF d",
             [order_id, DeadLetterStatus.PENDING],
         ).fetchall()
     ]

@@ -2,7 +2,7 @@
 
 outbox_event and delivery_attempt are partitioned by the day an event settled (migration 0700). The work
 still to do lives in the live partition (settled_on 9999-12-31), which every statement of the relay names
-(partitions.LIVE). The maintenance runner files what has settled into one partition per month
+(partitions.LIVE_EVENTS). The maintenance runner files what has settled into one partition per month
 (`file_settled_events`), and, once OUTBOX_RETENTION_DAYS is decided (docs/unknowns.md), drops a month
 past it whole (`drop_expired_months`) instead of deleting its rows one by one.
 
@@ -31,7 +31,7 @@ from psycopg import sql
 
 from nexo import audit
 from nexo.db import Conn, Database
-from nexo.outbox.partitions import LIVE
+from nexo.outbox.partitions import LIVE_ATTEMPTS, LIVE_DAY, LIVE_EVENTS
 from nexo.outbox.repository import ENTREGADO, check_retention_days
 from nexo.states import EventStatus, sql_constant
 
@@ -54,28 +54,27 @@ _MONTH_NAME = re.compile(r"^outbox_event_(\d{4})_(\d{2})$")
 RETIRADO = sql_constant(EventStatus.RETIRADO)
 SETTLED_AT = "coalesce(e.delivered_at, e.withdrawn_at, e.created_at)"  # delivered, or withdrawn
 _FILEABLE = f"""
-           e.settled_on = {LIVE}
-       AND e.status IN ({ENTREGADO}, {RETIRADO})
+           e.status IN ({ENTREGADO}, {RETIRADO})
        AND {SETTLED_AT} < now() - make_interval(secs => %(file_after_s)s)
        AND (e.locked_until IS NULL OR e.locked_until < now())
-       AND NOT EXISTS (SELECT 1 FROM delivery_attempt a
-                        WHERE a.event_settled_on = {LIVE} AND a.event_id = e.id AND a.finished_at IS NULL)
-       AND NOT EXISTS (SELECT 1 FROM outbox_event d WHERE d.settled_on = {LIVE} AND d.depends_on = e.id)"""
+       AND NOT EXISTS (SELECT 1 FROM {LIVE_ATTEMPTS} a WHERE a.event_id = e.id AND a.finished_at IS NULL)
+       AND NOT EXISTS (SELECT 1 FROM {LIVE_EVENTS} d WHERE d.depends_on = e.id)"""
 MONTH_OF = f"date_trunc('month', {SETTLED_AT} AT TIME ZONE 'UTC')::date"
 
 _FILE_SQL = f"""
 WITH fileable AS (
     SELECT e.id, ({SETTLED_AT} AT TIME ZONE 'UTC')::date AS settled_on
-      FROM outbox_event e
+      FROM {LIVE_EVENTS} e
       JOIN orders o ON o.id = e.aggregate_id
      WHERE {_FILEABLE}
        AND {MONTH_OF} = ANY(%(months)s::date[])
      LIMIT %(batch)s
        FOR UPDATE OF e SKIP LOCKED
        FOR SHARE OF o SKIP LOCKED)
+-- through the partitioned table: a move to another partition is an UPDATE of it, not of the partition
 UPDATE outbox_event e SET settled_on = f.settled_on
   FROM fileable f
- WHERE e.settled_on = {LIVE} AND e.id = f.id
+ WHERE e.settled_on = {LIVE_DAY} AND e.id = f.id
 RETURNING e.id
 """
 
@@ -136,7 +135,7 @@ def add_month(conn: Conn, month: date) -> bool:
 def months_to_file(conn: Conn, *, file_after_s: float = FILE_AFTER_S) -> list[date]:
     """The months of the events ready to be filed (a small set: usually this month and, early in one, the last)."""
     rows = conn.execute(
-        f"SELECT DISTINCT {MONTH_OF} AS month FROM outbox_event e WHERE {_FILEABLE}", {"file_after_s": file_after_s}
+        f"SELECT DISTINCT {MONTH_OF} AS month FROM {LIVE_EVENTS} e WHERE {_FILEABLE}", {"file_after_s": file_after_s}
     ).fetchall()
     return sorted(r["month"] for r in rows)
 

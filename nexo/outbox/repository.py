@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 
 from nexo.db import Conn
 from nexo.outbox import registry
-from nexo.outbox.partitions import LIVE, settled_since  # the relay's statements name the live partition (ADR-019)
+from nexo.outbox.partitions import LIVE_ATTEMPTS, LIVE_EVENTS, settled_since  # the relay works in these (ADR-019)
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome, EventStatus, sql_constant
 
@@ -37,7 +37,7 @@ def add_events(
     original a cancellation must not overtake (ADR-017)."""
     event_ids = [uuid.uuid4() for _ in event_types]
     conn.execute(
-        "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on)"
+        f"INSERT INTO {LIVE_EVENTS} (id, aggregate_id, event_type, destination, payload, request_id, depends_on)"
         " SELECT id, %s, event_type, destination, %s, %s, depends_on"
         "   FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::uuid[]) AS e(id, event_type, destination, depends_on)",
         [
@@ -86,8 +86,8 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
     outcome is then fenced out) or the lease expires, and the cancellation waits for that.
     """
     return conn.execute(
-        "UPDATE outbox_event SET status = %s, withdrawn_at = now(), next_attempt_at = now()"
-        f" WHERE settled_on = {LIVE} AND id = ANY(%s::uuid[]) AND status = ANY(%s)",
+        f"UPDATE {LIVE_EVENTS} SET status = %s, withdrawn_at = now(), next_attempt_at = now()"
+        " WHERE id = ANY(%s::uuid[]) AND status = ANY(%s)",
         [EventStatus.RETIRADO, list(event_ids), [EventStatus.PENDIENTE, EventStatus.FALLIDO]],
     ).rowcount
 
@@ -104,8 +104,8 @@ def withdraw(conn: Conn, event_ids: list[uuid.UUID]) -> int:
 # Said the other way round, so that it reads the live partition only: no original still on its way there.
 # An original filed by month (or dropped with its month) has settled by construction (history.py).
 # Its states are the named parameters of ON_ITS_WAY_STATES, which every query using it passes.
-ORIGINAL_SETTLED = f"""NOT EXISTS (SELECT 1 FROM outbox_event o
-                                 WHERE o.settled_on = {LIVE} AND o.id = pending.depends_on
+ORIGINAL_SETTLED = f"""NOT EXISTS (SELECT 1 FROM {LIVE_EVENTS} o
+                                 WHERE o.id = pending.depends_on
                                    AND (o.status = %(on_its_way)s
                                         OR (o.status = %(withdrawn)s AND o.locked_until >= now())))"""
 ON_ITS_WAY_STATES = {"on_its_way": EventStatus.PENDIENTE, "withdrawn": EventStatus.RETIRADO}
@@ -116,13 +116,12 @@ ON_ITS_WAY_STATES = {"on_its_way": EventStatus.PENDIENTE, "withdrawn": EventStat
 # once" (bench/claim_plans.py).
 _CLAIM_TEMPLATE = """
 WITH claimed AS (
-    UPDATE outbox_event
+    UPDATE {LIVE_EVENTS}
        SET locked_until = now() + make_interval(secs => %(lease_s)s),
            claim_token = gen_random_uuid(),
            attempts = attempts + 1
-     WHERE settled_on = {LIVE}
-       AND id IN (SELECT id FROM outbox_event pending
-                   WHERE settled_on = {LIVE} AND status = {PENDIENTE}
+     WHERE id IN (SELECT id FROM {LIVE_EVENTS} pending
+                   WHERE status = {PENDIENTE}
                      AND next_attempt_at <= now()
                      AND (locked_until IS NULL OR locked_until < now())
                      -- a cycle that has spent its attempts is failed (fail_spent), never tried again
@@ -136,13 +135,13 @@ WITH claimed AS (
               subscription_id, attempts - cycle_started_attempts AS cycle_attempts
 ), abandoned AS (
     -- An earlier attempt still open lost its lease without recording how it ended: it is over now.
-    UPDATE delivery_attempt a
+    UPDATE {LIVE_ATTEMPTS} a
        SET finished_at = clock_timestamp(), outcome = %(no_outcome)s,
            error = 'el intento terminó sin que se registrara su resultado',
            duration_ms = (extract(epoch FROM clock_timestamp() - a.started_at) * 1000)::integer
-      FROM claimed WHERE a.event_settled_on = {LIVE} AND a.event_id = claimed.id AND a.finished_at IS NULL
+      FROM claimed WHERE a.event_id = claimed.id AND a.finished_at IS NULL
 ), attempt AS (
-    INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)
+    INSERT INTO {LIVE_ATTEMPTS} (event_id, attempt_no, claim_token, worker, started_at)
     SELECT id, attempts, claim_token, %(worker)s, clock_timestamp() FROM claimed
     RETURNING id AS attempt_id, event_id
 )
@@ -153,9 +152,17 @@ SELECT claimed.*, attempt.attempt_id,
        subscription.url AS webhook_url, subscription.secret AS webhook_secret
   FROM claimed JOIN attempt ON attempt.event_id = claimed.id
   -- still live: an original is not filed while an event that depends on it is live (history.py)
-  LEFT JOIN outbox_event original ON original.settled_on = {LIVE} AND original.id = claimed.depends_on
+  LEFT JOIN {LIVE_EVENTS} original ON original.id = claimed.depends_on
   LEFT JOIN webhook_subscription subscription ON subscription.id = claimed.subscription_id
 """
+
+
+_CLAIM_NAMES = {
+    "PENDIENTE": PENDIENTE,
+    "LIVE_EVENTS": LIVE_EVENTS,
+    "LIVE_ATTEMPTS": LIVE_ATTEMPTS,
+    "ORIGINAL_SETTLED": ORIGINAL_SETTLED,
+}
 
 
 def claim_sql(limit: int, *, given_ids: bool) -> str:
@@ -178,15 +185,11 @@ def claim_sql(limit: int, *, given_ids: bool) -> str:
 # behind it would let True through once 1 had been asked for.
 @functools.lru_cache(maxsize=64)  # a drain asks for a handful of sizes (1, 2, 4… MAX_BATCH)
 def _claim_every_due_sql(limit: int) -> str:
-    return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, PENDIENTE=PENDIENTE, LIVE=LIVE, ORIGINAL_SETTLED=ORIGINAL_SETTLED)
+    return _CLAIM_TEMPLATE.format(given_ids="", limit=limit, **_CLAIM_NAMES)
 
 
 _CLAIM_GIVEN_SQL = _CLAIM_TEMPLATE.format(
-    given_ids="\n                     AND id = ANY(%(ids)b::uuid[])",
-    limit="%(limit)s",
-    PENDIENTE=PENDIENTE,
-    LIVE=LIVE,
-    ORIGINAL_SETTLED=ORIGINAL_SETTLED,
+    given_ids="\n                     AND id = ANY(%(ids)b::uuid[])", limit="%(limit)s", **_CLAIM_NAMES
 )
 
 
@@ -230,8 +233,8 @@ def claim_due(
 def due_event_ids(conn: Conn, *, limit: int, max_attempts: int, grace_s: float = 0.0) -> list[DictRow]:
     """Due PENDIENTE events with attempts left and no live lease (the sweeper's look-up; it locks nothing)."""
     return conn.execute(
-        "SELECT id, request_id FROM outbox_event pending"
-        f" WHERE settled_on = {LIVE} AND status = {PENDIENTE} AND next_attempt_at <= now() - make_interval(secs => %(grace_s)s)"
+        f"SELECT id, request_id FROM {LIVE_EVENTS} pending"
+        f" WHERE status = {PENDIENTE} AND next_attempt_at <= now() - make_interval(secs => %(grace_s)s)"
         "   AND (locked_until IS NULL OR locked_until < now())"
         "   AND attempts - cycle_started_attempts < %(max_attempts)s"
         f"   AND (pending.depends_on IS NULL OR {ORIGINAL_SETTLED})"
@@ -250,10 +253,10 @@ def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
         f"""
         SELECT e.id, e.destination, e.attempts, e.attempts - e.cycle_started_attempts AS cycle_attempts,
                e.last_error,
-               (SELECT a.finished_at IS NULL FROM delivery_attempt a
-                 WHERE a.event_settled_on = {LIVE} AND a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
-          FROM outbox_event e
-         WHERE e.settled_on = {LIVE} AND e.status = {PENDIENTE}
+               (SELECT a.finished_at IS NULL FROM {LIVE_ATTEMPTS} a
+                 WHERE a.event_id = e.id ORDER BY a.id DESC LIMIT 1) AS last_open
+          FROM {LIVE_EVENTS} e
+         WHERE e.status = {PENDIENTE}
            AND e.attempts - e.cycle_started_attempts >= %s
            AND (e.locked_until IS NULL OR e.locked_until < now())
          ORDER BY e.next_attempt_at
@@ -267,8 +270,8 @@ def lock_spent(conn: Conn, *, max_attempts: int, limit: int) -> list[DictRow]:
 def mark_spent(conn: Conn, event_id: uuid.UUID, *, error: str) -> DictRow | None:
     """FALLIDO for an event locked by lock_spent (the caller opens the dead letter); None if it moved on."""
     return conn.execute(
-        "UPDATE outbox_event SET status = %s, locked_until = NULL, last_error = %s"
-        f" WHERE settled_on = {LIVE} AND id = %s AND status = %s"
+        f"UPDATE {LIVE_EVENTS} SET status = %s, locked_until = NULL, last_error = %s"
+        " WHERE id = %s AND status = %s"
         " RETURNING id, aggregate_id, destination, attempts",
         [EventStatus.FALLIDO, storable_text(error), event_id, EventStatus.PENDIENTE],
     ).fetchone()
@@ -277,16 +280,16 @@ def mark_spent(conn: Conn, event_id: uuid.UUID, *, error: str) -> DictRow | None
 def close_open_attempts(conn: Conn, event_id: uuid.UUID, *, outcome: AttemptOutcome, error: str) -> int:
     """Close the attempt rows of an event that never recorded how they ended; return how many."""
     return conn.execute(
-        "UPDATE delivery_attempt SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
+        f"UPDATE {LIVE_ATTEMPTS} SET finished_at = clock_timestamp(), outcome = %s, error = %s,"
         " duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::integer"
-        f" WHERE event_settled_on = {LIVE} AND event_id = %s AND finished_at IS NULL",
+        " WHERE event_id = %s AND finished_at IS NULL",
         [outcome, storable_text(error), event_id],
     ).rowcount
 
 
 # An outcome other than REINTENTO is also the event's new status (the two enums share those spellings).
 RECORD_SQL = f"""
-UPDATE outbox_event e
+UPDATE {LIVE_EVENTS} e
    SET status = CASE o.outcome WHEN %(retry)s THEN %(pending)s ELSE o.outcome END,
        delivered_at = CASE WHEN o.outcome = %(delivered)s THEN now() ELSE e.delivered_at END,
        withdrawn_at = CASE WHEN o.outcome = %(withdrawn)s THEN now() ELSE e.withdrawn_at END,
@@ -296,7 +299,7 @@ UPDATE outbox_event e
        last_error = o.error
   FROM unnest(%(ids)b::uuid[], %(tokens)b::uuid[], %(outcomes)b::text[], %(delays)b::float8[], %(errors)b::text[])
        AS o(id, claim_token, outcome, delay_s, error)
- WHERE e.settled_on = {LIVE} AND e.id = o.id AND e.claim_token = o.claim_token AND e.status = %(pending)s
+ WHERE e.id = o.id AND e.claim_token = o.claim_token AND e.status = %(pending)s
 RETURNING e.id
 """
 
@@ -318,7 +321,7 @@ def record_outcomes(conn: Conn, outcomes: list[tuple[uuid.UUID, uuid.UUID, Attem
     # Lock the rows in id order first: two claimants recording overlapping events (one whose lease
     # expired, one that took them over) then never wait on each other in a cycle, whatever order
     # their batches came in and whatever plan the UPDATE below gets.
-    conn.execute(f"SELECT id FROM outbox_event WHERE settled_on = {LIVE} AND id = ANY(%b::uuid[]) ORDER BY id FOR UPDATE", [ids])
+    conn.execute(f"SELECT id FROM {LIVE_EVENTS} WHERE id = ANY(%b::uuid[]) ORDER BY id FOR UPDATE", [ids])
     rows = conn.execute(
         RECORD_SQL,
         {
@@ -343,8 +346,8 @@ def release_withdrawn(conn: Conn, claims: list[tuple[uuid.UUID, uuid.UUID]]) -> 
         return 0
     ids, tokens = (list(column) for column in zip(*claims, strict=True))
     return conn.execute(
-        "UPDATE outbox_event e SET locked_until = NULL FROM unnest(%b::uuid[], %b::uuid[]) AS c(id, claim_token)"
-        f" WHERE e.settled_on = {LIVE} AND e.id = c.id AND e.claim_token = c.claim_token AND e.status = %s",
+        f"UPDATE {LIVE_EVENTS} e SET locked_until = NULL FROM unnest(%b::uuid[], %b::uuid[]) AS c(id, claim_token)"
+        " WHERE e.id = c.id AND e.claim_token = c.claim_token AND e.status = %s",
         [ids, tokens, EventStatus.RETIRADO],
     ).rowcount
 
@@ -360,11 +363,11 @@ def close_attempts(conn: Conn, attempts: list[tuple[int, AttemptOutcome, int | N
         return
     ids, outcomes, statuses, errors, durations = (list(column) for column in zip(*attempts, strict=True))
     conn.execute(
-        "UPDATE delivery_attempt a SET finished_at = clock_timestamp(), outcome = o.outcome,"
+        f"UPDATE {LIVE_ATTEMPTS} a SET finished_at = clock_timestamp(), outcome = o.outcome,"
         " http_status = o.http_status, error = o.error, duration_ms = o.duration_ms"
         " FROM unnest(%b::bigint[], %b::text[], %b::integer[], %b::text[], %b::integer[])"
         "   AS o(id, outcome, http_status, error, duration_ms)"
-        f" WHERE a.event_settled_on = {LIVE} AND a.id = o.id AND a.finished_at IS NULL",
+        " WHERE a.id = o.id AND a.finished_at IS NULL",
         [ids, outcomes, statuses, [storable_text(e) for e in errors], durations],
     )
 
@@ -381,10 +384,10 @@ def requeue_events(conn: Conn, *, event_ids: list[uuid.UUID], destination: str) 
     """
     return conn.execute(
         f"""
-        UPDATE outbox_event
+        UPDATE {LIVE_EVENTS}
            SET status = %s, next_attempt_at = now(), locked_until = NULL, claim_token = NULL,
                cycle_started_attempts = attempts
-         WHERE settled_on = {LIVE} AND id = ANY(%s) AND destination = %s AND status = %s
+         WHERE id = ANY(%s) AND destination = %s AND status = %s
         """,
         [EventStatus.PENDIENTE, list(event_ids), destination, EventStatus.FALLIDO],
     ).rowcount
@@ -412,11 +415,9 @@ def purge_delivered_events(conn: Conn, *, destination: str, older_than_days: int
     check_retention_days(older_than_days)
     rows = conn.execute(
         f"""
-        DELETE FROM outbox_event
-         WHERE settled_on = {LIVE}
-           AND id IN (SELECT e.id FROM outbox_event e
-                       WHERE e.settled_on = {LIVE}
-                         AND e.destination = %(destination)s
+        DELETE FROM {LIVE_EVENTS}
+         WHERE id IN (SELECT e.id FROM {LIVE_EVENTS} e
+                       WHERE e.destination = %(destination)s
                          AND e.status = {ENTREGADO}
                          AND e.delivered_at < now() - make_interval(days => %(days)s)
                          AND NOT EXISTS (SELECT 1 FROM dead_letter d WHERE d.event_id = e.id)

@@ -11,7 +11,7 @@ from psycopg.rows import DictRow
 from nexo.db import Conn, one_row
 from nexo.outbox import repository
 from nexo.outbox.dead_letter import withdraw_pending
-from nexo.outbox.partitions import LIVE
+from nexo.outbox.partitions import LIVE_EVENTS
 from nexo.outbox.webhooks import new_secret
 from nexo.states import DeadLetterStatus, EventStatus
 
@@ -60,16 +60,14 @@ def end(conn: Conn, subscription_id: int, *, api_key_id: int, actor: str) -> int
     if ended is None:
         return None
     conn.execute(
-        "SELECT d.id FROM dead_letter d JOIN outbox_event e ON e.id = d.event_id AND e.settled_on = d.event_settled_on"
-        f" WHERE d.event_settled_on = {LIVE} AND e.subscription_id = %s AND d.status = %s"  # pending: live
-        " ORDER BY d.id FOR UPDATE OF d",
+        f"SELECT d.id FROM dead_letter d JOIN {LIVE_EVENTS} e ON e.id = d.event_id"  # pending: its event is live
+        " WHERE e.subscription_id = %s AND d.status = %s ORDER BY d.id FOR UPDATE OF d",
         [subscription_id, DeadLetterStatus.PENDING],
     )
     ids = [
         row["id"]
         for row in conn.execute(
-            f"SELECT id FROM outbox_event WHERE settled_on = {LIVE} AND subscription_id = %s AND status = ANY(%s)"
-            " ORDER BY id FOR UPDATE",
+            f"SELECT id FROM {LIVE_EVENTS} WHERE subscription_id = %s AND status = ANY(%s) ORDER BY id FOR UPDATE",
             [subscription_id, [EventStatus.PENDIENTE, EventStatus.FALLIDO]],
         ).fetchall()
     ]

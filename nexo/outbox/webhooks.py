@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 
 from nexo.db import Conn
 from nexo.formatting import format_order_number
-from nexo.outbox.partitions import settled_since
+from nexo.outbox.partitions import LIVE_EVENTS, settled_since
 
 NOTICE = "webhook.notice"  # outbox_event.event_type of every notice
 DESTINATION = "webhook"
@@ -131,7 +131,7 @@ def notify_many(conn: Conn, order_ids: list[uuid.UUID], event: str, *, request_i
         before = previous.get((row["subscription_id"], row["id"]))
         order = {**row, "sequence": 1 if before is None else before["sequence"] + 1}
         conn.execute(
-            "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, request_id, depends_on,"
+            f"INSERT INTO {LIVE_EVENTS} (id, aggregate_id, event_type, destination, payload, request_id, depends_on,"
             " subscription_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 notice_id,
