@@ -27,8 +27,12 @@ def _stat(pid: int) -> list[str] | None:
 
 
 def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended after its parent listed it (a run once ended here, 2026-12-07)
+        return found
+    for task in tasks:
         with contextlib.suppress(OSError):  # the task ended meanwhile
             found += [int(c) for c in (task / "children").read_text().split()]
     return found

@@ -80,6 +80,11 @@ ALTER TABLE dead_letter ADD CONSTRAINT dead_letter_event_id_fkey FOREIGN KEY (ev
 -- partition alone, those of the work still to do (the claim, the pending and failed counts, the filing's
 -- check for dependants): each query they serve names that partition, and a month without them costs the
 -- planner less on every read that has to look at every month (measured in ADR-019).
+-- The live partitions also say that an id is one row: the partitioned key (id, settled_on) does not tell
+-- the planner so, and without it, it guessed dozens of rows per id and read the queue from end to end to
+-- join a claim's sixteen events (docs/performance.md, 2026-12-07).
+CREATE UNIQUE INDEX outbox_event_live_id ON outbox_event_live (id);
+CREATE UNIQUE INDEX delivery_attempt_live_id ON delivery_attempt_live (id);
 CREATE INDEX outbox_event_aggregate_idx ON outbox_event (aggregate_id);
 CREATE INDEX outbox_delivered_idx ON outbox_event (destination, delivered_at) WHERE status = 'ENTREGADO';
 CREATE INDEX delivery_attempt_event_idx ON delivery_attempt (event_id, started_at);
