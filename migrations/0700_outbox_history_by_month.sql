@@ -3,9 +3,9 @@
 -- outbox_event and delivery_attempt become partitioned tables, by the day an event settled
 -- (`settled_on`). An event that can still be claimed, retried, replayed or withdrawn has settled_on =
 -- 9999-12-31 and lives in the live partition, which every statement of the relay names: its tables and
--- indexes hold the work still to do, plus what settled within the last hour, whatever the history. The maintenance
--- runner moves an event that settled (delivered or withdrawn, no lease, no open attempt, nothing still
--- depending on it) into the partition of its month, its attempts with it (ON UPDATE CASCADE); with
+-- indexes hold the work still to do, plus what settled within the last hour, whatever the history. The
+-- maintenance runner moves an event that settled (delivered or withdrawn, no lease, no open attempt,
+-- nothing still depending on it) into the partition of its month, its attempts with it; with
 -- OUTBOX_RETENTION_DAYS set, a month past the retention is dropped, not deleted row by row
 -- (nexo/outbox/history.py).
 --
@@ -64,10 +64,9 @@ ALTER TABLE delivery_attempt ADD CONSTRAINT delivery_attempt_pkey PRIMARY KEY (i
 ALTER TABLE outbox_event ADD CONSTRAINT outbox_event_aggregate_id_fkey FOREIGN KEY (aggregate_id) REFERENCES orders(id);
 ALTER TABLE outbox_event ADD CONSTRAINT outbox_event_subscription_fk
     FOREIGN KEY (subscription_id) REFERENCES webhook_subscription(id);
--- Attempts and dead letters follow their event when it is filed (ON UPDATE CASCADE), and a month a dead
--- letter still points into cannot be dropped (the retention pass keeps it until that dead letter goes).
-ALTER TABLE delivery_attempt ADD CONSTRAINT delivery_attempt_event_id_fkey FOREIGN KEY (event_id, event_settled_on)
-    REFERENCES outbox_event (id, settled_on) ON DELETE CASCADE ON UPDATE CASCADE;
+-- A dead letter follows its event when it is filed (ON UPDATE CASCADE), and a month a dead letter still
+-- points into cannot be dropped (the retention pass keeps it until that dead letter goes). An attempt's
+-- key is below, partition by partition.
 ALTER TABLE dead_letter ADD COLUMN event_settled_on date NOT NULL DEFAULT '9999-12-31';
 ALTER TABLE dead_letter ADD CONSTRAINT dead_letter_event_id_fkey FOREIGN KEY (event_id, event_settled_on)
     REFERENCES outbox_event (id, settled_on) ON DELETE CASCADE ON UPDATE CASCADE;
@@ -86,6 +85,23 @@ ALTER TABLE dead_letter ADD CONSTRAINT dead_letter_event_id_fkey FOREIGN KEY (ev
 CREATE UNIQUE INDEX outbox_event_live_id ON outbox_event_live (id);
 CREATE UNIQUE INDEX delivery_attempt_live_id ON delivery_attempt_live (id);
 CREATE INDEX outbox_event_aggregate_idx ON outbox_event (aggregate_id);
+-- An attempt points at its event within its own pair of partitions: the live ones here, each month's
+-- when the month is added (nexo/outbox/history.py). Not one key from delivery_attempt to outbox_event: its
+-- check, run for each attempt a claim opens, is planned over every month of outbox_event, and a claim of
+-- sixteen took 3 ms more at 39 partitions than with the check off (docs/performance.md, 2026-12-07).
+-- Deferred to the commit: filing moves an event's attempts and then the event, in one transaction.
+ALTER TABLE delivery_attempt_live ADD CONSTRAINT delivery_attempt_live_event_fkey
+    FOREIGN KEY (event_id) REFERENCES outbox_event_live (id) DEFERRABLE INITIALLY DEFERRED;
+-- An event deleted takes its attempts with it, as ON DELETE CASCADE did. A trigger, not the key's action:
+-- filing moves an event out of its partition, which Postgres runs as a delete there, and a cascade would
+-- delete the attempts it moves. Filing moves the attempts first, so the trigger finds none of them.
+CREATE FUNCTION outbox_event_takes_its_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM delivery_attempt WHERE event_id = OLD.id AND event_settled_on = OLD.settled_on;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER outbox_event_takes_its_attempts BEFORE DELETE ON outbox_event
+    FOR EACH ROW EXECUTE FUNCTION outbox_event_takes_its_attempts();
 CREATE INDEX outbox_delivered_idx ON outbox_event (destination, delivered_at) WHERE status = 'ENTREGADO';
 CREATE INDEX delivery_attempt_event_idx ON delivery_attempt (event_id, started_at);
 CREATE INDEX outbox_pendientes_idx ON outbox_event_live (next_attempt_at) WHERE status = 'PENDIENTE';

@@ -6,8 +6,9 @@ still to do lives in the live partition (settled_on 9999-12-31), which every sta
 (`file_settled_events`), and, once OUTBOX_RETENTION_DAYS is decided (docs/unknowns.md), drops a month
 past it whole (`drop_expired_months`) instead of deleting its rows one by one.
 
-Filing an event is an UPDATE of its partition key: Postgres moves the row to its month, and its attempts
-and dead letters follow it (ON UPDATE CASCADE). A row moved by another transaction cannot be locked: a
+Filing an event is an UPDATE of its partition key: Postgres moves the row to its month; its attempts are
+moved first, in the same transaction (their key to the event is checked at the commit), and its dead
+letters follow it (ON UPDATE CASCADE). A row moved by another transaction cannot be locked: a
 transaction waiting for it fails ("already moved to another partition") instead of waiting. So filing
 holds a share lock on the event's order, which every writer of an order's existing events takes first
 (a cancel, the relay's record, the credit decisions): they wait for the move, then see the row where it
@@ -61,21 +62,29 @@ _FILEABLE = f"""
        AND NOT EXISTS (SELECT 1 FROM {LIVE_EVENTS} d WHERE d.depends_on = e.id)"""
 MONTH_OF = f"date_trunc('month', {SETTLED_AT} AT TIME ZONE 'UTC')::date"
 
-_FILE_SQL = f"""
-WITH fileable AS (
-    SELECT e.id, ({SETTLED_AT} AT TIME ZONE 'UTC')::date AS settled_on
-      FROM {LIVE_EVENTS} e
-      JOIN orders o ON o.id = e.aggregate_id
-     WHERE {_FILEABLE}
-       AND {MONTH_OF} = ANY(%(months)s::date[])
-     LIMIT %(batch)s
-       FOR UPDATE OF e SKIP LOCKED
-       FOR SHARE OF o SKIP LOCKED)
--- through the partitioned table: a move to another partition is an UPDATE of it, not of the partition
+# The batch: its events locked, and their orders held (see the module's docstring).
+_LOCK_BATCH_SQL = f"""
+SELECT e.id, ({SETTLED_AT} AT TIME ZONE 'UTC')::date AS settled_on
+  FROM {LIVE_EVENTS} e
+  JOIN orders o ON o.id = e.aggregate_id
+ WHERE {_FILEABLE}
+   AND {MONTH_OF} = ANY(%(months)s::date[])
+ LIMIT %(batch)s
+   FOR UPDATE OF e SKIP LOCKED
+   FOR SHARE OF o SKIP LOCKED
+"""
+# Through the partitioned tables: a move to another partition is an UPDATE of them, not of the partition.
+# The attempts first: moving an event deletes it from the live partition, and its trigger deletes the
+# attempts still there (migration 0700).
+_MOVE_ATTEMPTS_SQL = f"""
+UPDATE delivery_attempt a SET event_settled_on = f.settled_on
+  FROM unnest(%(ids)s::uuid[], %(days)s::date[]) AS f(id, settled_on)
+ WHERE a.event_settled_on = {LIVE_DAY} AND a.event_id = f.id
+"""
+_MOVE_EVENTS_SQL = f"""
 UPDATE outbox_event e SET settled_on = f.settled_on
-  FROM fileable f
+  FROM unnest(%(ids)s::uuid[], %(days)s::date[]) AS f(id, settled_on)
  WHERE e.settled_on = {LIVE_DAY} AND e.id = f.id
-RETURNING e.id
 """
 
 
@@ -129,6 +138,14 @@ def add_month(conn: Conn, month: date) -> bool:
                 table=sql.Identifier(table), name=name, start=sql.Literal(month), end=sql.Literal(next_month(month))
             )
         )
+    # The month's attempts point at the month's events (the live pair's key, migration 0700, says why).
+    events, attempts = (partition_name(table, month) for table in TABLES)
+    conn.execute(
+        sql.SQL(
+            "ALTER TABLE {attempts} ADD CONSTRAINT {key} FOREIGN KEY (event_id, event_settled_on)"
+            " REFERENCES {events} (id, settled_on) DEFERRABLE INITIALLY DEFERRED"
+        ).format(attempts=sql.Identifier(attempts), key=sql.Identifier(f"{attempts}_event_fkey"), events=sql.Identifier(events))
+    )
     return True
 
 
@@ -141,10 +158,16 @@ def months_to_file(conn: Conn, *, file_after_s: float = FILE_AFTER_S) -> list[da
 
 
 def file_batch(conn: Conn, months: list[date], *, batch: int = BATCH, file_after_s: float = FILE_AFTER_S) -> int:
-    """Move up to `batch` settled events of these months (each with its partition) out of the live partition; how many."""
+    """Move up to `batch` settled events of these months (each with its partition) out of the live partition,
+    with their attempts, in the caller's transaction; how many."""
     if not months:
         return 0
-    return len(conn.execute(_FILE_SQL, {"months": months, "batch": batch, "file_after_s": file_after_s}).fetchall())
+    locked = conn.execute(_LOCK_BATCH_SQL, {"months": months, "batch": batch, "file_after_s": file_after_s}).fetchall()
+    if not locked:
+        return 0
+    moving = {"ids": [r["id"] for r in locked], "days": [r["settled_on"] for r in locked]}
+    conn.execute(_MOVE_ATTEMPTS_SQL, moving)
+    return conn.execute(_MOVE_EVENTS_SQL, moving).rowcount
 
 
 @dataclass

@@ -379,3 +379,22 @@ def test_the_live_partition_holds_none_of_the_history(db):
         live = conn.execute("SELECT id FROM outbox_event_live").fetchall()
         assert {r["id"] for r in live} == {e for o in pending for e in (o.fiscal_event_id, o.warehouse_event_id)}
         assert conn.execute("SELECT count(*) AS n FROM outbox_event").fetchone()["n"] == 3004
+
+
+def test_an_event_deleted_takes_its_attempts_and_an_attempt_needs_its_event(db):
+    """ON DELETE CASCADE's behaviour kept by a trigger, live or filed; the key checked at the commit (migration 0700)."""
+    live, filed = insert_confirmed_orders(db, 2)
+    settle(db, live.fiscal_event_id, at="now() - interval '10 minutes'", attempts=2)  # stays live
+    settle(db, filed.fiscal_event_id, at="'2026-10-10 12:00+00'", attempts=2)
+    assert file_all(db).filed == 1
+    with db.transaction() as tx:  # an operator's DELETE, as an outside test may do one
+        tx.execute("DELETE FROM outbox_event WHERE id = ANY(%s)", [[live.fiscal_event_id, filed.fiscal_event_id]])
+        tx.commit()
+    for event_id in (live.fiscal_event_id, filed.fiscal_event_id):
+        assert attempt_partitions(db, event_id) == set()
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction() as tx:
+        tx.execute(
+            "INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at)"
+            " VALUES (gen_random_uuid(), 1, gen_random_uuid(), 'test', now())"
+        )
+        tx.commit()
