@@ -42,8 +42,12 @@ TICK_S = 5.0  # how often the lease is renewed (or tried by a stand-by)
 LEASE_TTL_S = 30.0  # a holder gone this long is replaced: several ticks missed, not one slow one
 HOUSEKEEPING_EVERY_S = 3600.0
 # Settled outbox events are filed by month (ADR-019) every few minutes: each pass moves what settled over
-# an hour ago (history.FILE_AFTER_S), so the live partition holds a little over an hour of deliveries.
+# an hour ago (history.FILE_AFTER_S), so the live partition holds a little over an hour of deliveries. A
+# pass stops after HISTORY_PASS_S, well inside the lease's TTL (the tick that renews it waits for the pass),
+# and the next one starts at the next tick while events are left: the history of an install upgraded to
+# migration 0700, all of it live at first, is filed in slices between renewals.
 HISTORY_EVERY_S = 600.0
+HISTORY_PASS_S = 15.0
 # The backup round checks hourly what is due (a base backup and a verify a day each, ADR-016).
 BACKUP_ROUND_EVERY_S = 3600.0
 BACKUP_FIRST_ROUND_AFTER_S = 600.0
@@ -81,7 +85,7 @@ class MaintenanceRunner:
             self._next["backups"] = self.clock() + BACKUP_FIRST_ROUND_AFTER_S
         if leading:
             self._run_due("housekeeping", HOUSEKEEPING_EVERY_S, self.housekeeping)
-            self._run_due("history", HISTORY_EVERY_S, lambda: history.file_settled_events(self.db))
+            self._run_due("history", HISTORY_EVERY_S, self.file_history)
             self._run_due("retention", self.retention_every_s, lambda: run_retention(self.db, self.settings))
             self._run_due("backups", BACKUP_ROUND_EVERY_S, self.start_backup_round)
         return leading
@@ -111,6 +115,13 @@ class MaintenanceRunner:
             tx.commit()
         log.info("maintenance housekeeping %s", " ".join(f"{k}={v}" for k, v in counts.items()))
         return counts
+
+    def file_history(self) -> history.FilingReport:
+        """One filing pass (ADR-019); when it left events to file, the next one is due at the next tick."""
+        report = history.file_settled_events(self.db, budget_s=HISTORY_PASS_S)
+        if report.more:
+            self._next["history"] = self.clock()
+        return report
 
     def start_backup_round(self) -> bool:
         """Start the backup round (ADR-016) in a thread of its own, when the embedded Postgres is in use.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -177,6 +178,7 @@ class FilingReport:
     filed: int = 0
     months_added: list[date] = field(default_factory=list)
     months_waiting: list[date] = field(default_factory=list)  # their partition could not be added this pass
+    more: bool = False  # the pass ran out of its time with events still to file
 
 
 def ensure_months(db: Database, months: list[date]) -> FilingReport:
@@ -198,10 +200,18 @@ def ensure_months(db: Database, months: list[date]) -> FilingReport:
 
 
 def file_settled_events(
-    db: Database, *, batch: int = BATCH, file_after_s: float = FILE_AFTER_S, today: date | None = None
+    db: Database,
+    *,
+    batch: int | None = None,
+    file_after_s: float = FILE_AFTER_S,
+    today: date | None = None,
+    budget_s: float | None = None,
 ) -> FilingReport:
     """One pass of the maintenance runner: add this month's and the next one's partitions ahead of need,
-    then file every settled event of a month that has its partition, a batch per transaction."""
+    then file every settled event of a month that has its partition, a batch per transaction; with
+    `budget_s`, no batch is started after that many seconds (`more` says events are left)."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    batch = batch or BATCH
     today = today or datetime.now(UTC).date()
     with db.reading() as conn:
         wanted = months_to_file(conn, file_after_s=file_after_s)
@@ -216,9 +226,13 @@ def file_settled_events(
         report.filed += moved
         if moved < batch:
             break
+        if deadline is not None and time.monotonic() > deadline:
+            report.more = True
+            break
     log.info(
-        "outbox history filed=%d months_added=%s months_waiting=%s",
+        "outbox history filed=%d more=%s months_added=%s months_waiting=%s",
         report.filed,
+        "yes" if report.more else "no",
         ",".join(m.isoformat()[:7] for m in report.months_added) or "-",
         ",".join(m.isoformat()[:7] for m in report.months_waiting) or "-",
     )

@@ -398,3 +398,32 @@ def test_an_event_deleted_takes_its_attempts_and_an_attempt_needs_its_event(db):
             " VALUES (gen_random_uuid(), 1, gen_random_uuid(), 'test', now())"
         )
         tx.commit()
+
+
+def test_a_long_history_is_filed_in_slices_between_lease_renewals(db, settings, monkeypatch):
+    with db.transaction() as tx:
+        order_id = make_order(tx.conn)
+        tx.execute(
+            "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at)"
+            " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal', '{}', 'ENTREGADO', 1,"
+            "        now() - interval '2 days' FROM generate_series(1, 25)",
+            [order_id],
+        )
+        tx.commit()
+    monkeypatch.setattr("nexo.maintenance.HISTORY_PASS_S", 0.0)  # one batch, then the pass yields
+    monkeypatch.setattr("nexo.outbox.history.BATCH", 10)
+    runner = MaintenanceRunner(db, settings, retention_every_s=86400)
+    now = [1000.0]
+    runner.clock = lambda: now[0]
+    assert runner.tick()
+    assert row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] == 15  # one batch of 10 went
+    now[0] += 5  # the next tick renews the lease and files the next slice at once, not in ten minutes
+    assert runner.tick()
+    assert row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] == 5
+    now[0] += 5
+    assert runner.tick()
+    now[0] += 5
+    assert runner.tick()  # the last slice was short: nothing more is due before HISTORY_EVERY_S
+    assert row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] == 0
+    assert runner._next["history"] > now[0] + 60
+    runner.release()
