@@ -2,9 +2,9 @@
 
 `.venv/bin/python scripts/stack.py exec --throwaway -- .venv/bin/python -m bench.migration_0700 [EVENTS]`: makes
 a database of its own on the same server, migrates it to the schema before 0700, loads EVENTS delivered events
-(default 1,000,000) with one attempt each and a dead letter for one in a hundred, then times `db upgrade`,
-which copies them into the live partition under its lock: while it runs, no order can be confirmed (ADR-019,
-"Upgrading"). Foreign keys are off for the load (the events' orders are fake).
+(default 1,000,000, all of one order) with one attempt each and a dead letter for one in a hundred, then
+times `db upgrade`, which copies them into the live partition under its lock: while it runs, no order can be
+confirmed (ADR-019, "Upgrading"). Foreign keys are off for the load (the order's client is fake).
 """
 
 from __future__ import annotations
@@ -27,14 +27,20 @@ NAME = "nexo_migration_0700_bench"
 def _load(url: str, events: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET session_replication_role = replica")
+        # One order for them all: the migration validates the events' key to their order.
+        order = conn.execute(
+            "INSERT INTO orders (id, client_id, warehouse_id, salesperson_id, status, total_cents, billing_status)"
+            " VALUES (gen_random_uuid(), gen_random_uuid(), 'CEN', 1, 'CONFIRMADO', 0, 'FACTURADO') RETURNING id"
+        ).fetchone()
+        assert order is not None
         conn.execute(
             "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts,"
             "                          created_at, delivered_at)"
-            " SELECT gen_random_uuid(), gen_random_uuid(), 'billing.intent_recorded', 'fiscal',"
+            " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal',"
             "        jsonb_build_object('order_id', g, 'total_cents', g), 'ENTREGADO', 1,"
             "        now() - g * interval '1 minute', now() - g * interval '1 minute'"
             "   FROM generate_series(1, %s) g",
-            [events],
+            [order[0], events],
         )
         conn.execute(
             "INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome)"

@@ -6,6 +6,8 @@ that ended 23 hours ago, index 23 the hour that is ending now.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
@@ -182,6 +184,8 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
                  UNION ALL
                  SELECT id, destination, created_at, delivered_at FROM outbox_event
                   WHERE status = {ENTREGADO} AND destination = ANY(%(destinations)s)
+                    -- the months of the window only (ADR-019): Postgres plans those partitions alone
+                    AND settled_on >= %(settled_since)s
                     AND delivered_at > now() - %(hours)s * interval '1 hour'
                     -- pending at some mark: one falls in [created_at, delivered_at)
                     AND floor(extract(epoch FROM now() - created_at) / 3600)
@@ -198,6 +202,8 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
          GROUP BY m.k, c.destination""",
         {
             "hours": HOURS,
+            # a day more than the window: this process's clock and the database's may differ a little
+            "settled_since": (datetime.now(UTC) - timedelta(hours=HOURS + 24)).date(),
             "destinations": list(NAMES),
             "failed": EventStatus.FALLIDO,
             "discarded": DeadLetterStatus.DISCARDED,

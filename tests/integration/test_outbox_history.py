@@ -17,6 +17,7 @@ from nexo.db import Database
 from nexo.deadletters import service as dead_letters
 from nexo.deadletters.retention import purge_dead_letters, run_retention
 from nexo.maintenance import MaintenanceRunner
+from nexo.ops import queries as ops
 from nexo.orders import cancel
 from nexo.orders.service import create_order
 from nexo.outbox import history
@@ -427,3 +428,19 @@ def test_a_long_history_is_filed_in_slices_between_lease_renewals(db, settings, 
     assert row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] == 0
     assert runner._next["history"] > now[0] + 60
     runner.release()
+
+
+def test_the_operations_chart_reads_a_filed_delivery_of_the_last_day_as_before(db):
+    """The pending-age chart reads the last day's deliveries from their months too (nexo/ops/queries.py)."""
+    [order] = insert_confirmed_orders(db, 1)
+    with db.transaction() as tx:  # entered five hours ago, delivered three hours ago: pending across two marks
+        tx.execute("UPDATE outbox_event SET created_at = now() - interval '5 hours' WHERE id = %s", [order.fiscal_event_id])
+        tx.commit()
+    settle(db, order.fiscal_event_id, at="now() - interval '3 hours'")
+    with db.reading() as conn:
+        before = ops.pending_age_history(conn)["fiscal"]
+    assert file_all(db).filed == 1
+    assert where(db, order.fiscal_event_id) != "outbox_event_live"
+    with db.reading() as conn:
+        after = ops.pending_age_history(conn)["fiscal"]
+    assert max(before) > 3600 and [round(a) for a in after] == [round(b) for b in before]
