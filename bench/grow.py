@@ -323,6 +323,7 @@ def load(conn, volume: Volume, report=None, *, generation: int = 0, waiting: boo
         # double the load time. Only a superuser may skip them (and only for this transaction).
         conn.execute("SET LOCAL session_replication_role = replica")
     _add_months(conn)
+    conn.execute("SET LOCAL lock_timeout = 0")  # adding a month set one for this transaction; the load waits
     counts = {}
     for table, sql in statements(generation):
         if table == "stock_level (reserved)":

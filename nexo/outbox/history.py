@@ -11,7 +11,7 @@ moved first, in the same transaction (their key to the event is checked at the c
 letters follow it (ON UPDATE CASCADE). A row moved by another transaction cannot be locked: a
 transaction waiting for it fails ("already moved to another partition") instead of waiting. So filing
 holds a share lock on the event's order, which every writer of an order's existing events takes first
-(a cancel, the relay's record, the credit decisions): they wait for the move, then see the row where it
+(a cancel, the relay's record): they wait for the move, then see the row where it
 went; a move skips an order one of them holds (SKIP LOCKED) and files it on a later pass.
 
 What is filed: an event delivered or withdrawn (ENTREGADO, RETIRADO) over FILE_AFTER_S ago, with no live
@@ -273,6 +273,8 @@ def drop_expired_months(db: Database, *, older_than_days: int, today: date | Non
             report.kept[month] = "dead_letter"
         except psycopg.errors.LockNotAvailable:
             report.kept[month] = "lock_timeout"
+        except psycopg.errors.UndefinedTable:
+            continue  # another runner dropped it meanwhile (two overlap for a moment when the lease passes on)
     for month, reason in report.kept.items():
         log.warning("outbox history: month %s past the retention kept (%s)", month.isoformat()[:7], reason)
     return report

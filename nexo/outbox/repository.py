@@ -16,8 +16,8 @@ from nexo.outbox.partitions import LIVE_ATTEMPTS, LIVE_EVENTS, settled_since  # 
 from nexo.outbox.storable import storable_text
 from nexo.states import AttemptOutcome, EventStatus, sql_constant
 
-# The relay's queue is read through migration 0003's partial index outbox_pendientes_idx (WHERE status =
-# 'PENDIENTE') and the purge of delivered events through 0040's outbox_delivered_idx (WHERE status =
+# The relay's queue is read through the live partition's partial index outbox_pendientes_idx (WHERE status =
+# 'PENDIENTE', migration 0700) and the purge of delivered events through outbox_delivered_idx (WHERE status =
 # 'ENTREGADO'): those predicates keep a constant (nexo.states.sql_constant says why); every other state is bound.
 PENDIENTE = sql_constant(EventStatus.PENDIENTE)
 ENTREGADO = sql_constant(EventStatus.ENTREGADO)
@@ -410,7 +410,7 @@ def purge_delivered_events(conn: Conn, *, destination: str, older_than_days: int
     the retention (history.drop_expired_months). Events that still have a dead-letter row are skipped:
     deleting them would cascade to a resolved dead letter still inside its grace. They go once the
     dead-letter purge has removed those rows.
-    Their delivery attempts go with them (ON DELETE CASCADE); the audit log keeps its rows.
+    Their delivery attempts go with them (migration 0700's trigger); the audit log keeps its rows.
     """
     check_retention_days(older_than_days)
     rows = conn.execute(

@@ -154,8 +154,8 @@ def _previous_notices(conn: Conn, rows: list) -> dict[tuple[int, uuid.UUID], dic
 
     A statement of its own, run only for orders with a subscription: it reads the outbox from the oldest
     order's day on (partitions.settled_since), so Postgres plans those months only. In the statement above,
-    every order of the form and every relay batch of invoices would have had it planned over every month
-    of history (ADR-019).
+    every cancel, dispatch and credit decision of an order from the form, and every relay batch of invoices,
+    would have had it planned over every month of history (ADR-019).
     """
     found = conn.execute(
         """
