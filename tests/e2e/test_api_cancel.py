@@ -16,6 +16,7 @@ from nexo.credit.service import RejectOrder, reject_order
 from nexo.telemetry.recorder import recorder
 from tests.e2e.api_support import Api, api_order, books_hold, new_key, order_body
 from tests.integration.order_helpers import count, exposure, stock, user_id
+from tests.relay_support import wait_until
 
 SUR = "Corralón del Sur"
 
@@ -69,7 +70,11 @@ def test_a_cancel_after_delivery_lists_the_cancellations_and_rings_the_relay(liv
             [order["id"]],
         )
         tx.commit()
-    redis_client.flushdb()  # the order's own wake-up gone: the one left is the cancel's
+    queue = f"rq:queue:{settings.relay_queue}"
+    # The web tier rings Redis from a thread after the answer (nexo/outbox/wakeup.py): wait for the order's
+    # own ring, then drop it, so the one left is the cancel's.
+    wait_until(lambda: redis_client.llen(queue) == 1, timeout=10, message="the order's own wake-up")
+    redis_client.flushdb()
     body = Api(live_server, new_key(db, "vendedor1")).cancel(order["id"]).json()
     assert [(e["type"], e["status"]) for e in body["events"]] == [
         ("billing.intent_recorded", "ENTREGADO"),
@@ -77,7 +82,9 @@ def test_a_cancel_after_delivery_lists_the_cancellations_and_rings_the_relay(liv
         ("billing.intent_cancelled", "PENDIENTE"),
         ("order.handoff_cancelled", "PENDIENTE"),
     ]
-    assert redis_client.llen(f"rq:queue:{settings.relay_queue}") == 1  # woken after the commit (ADR-004)
+    # Woken after the commit (ADR-004), once for its two cancellations (ADR-008).
+    wait_until(lambda: redis_client.llen(queue) >= 1, timeout=10, message="the cancel's wake-up")
+    assert redis_client.llen(queue) == 1
     books_hold(db)
 
 
