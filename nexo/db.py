@@ -35,8 +35,11 @@ def one_row(cursor: psycopg.Cursor[DictRow]) -> DictRow:
     return row
 
 
-# What "the database is down" looks like to callers: the error handlers turn these into a 503 page.
-DatabaseUnavailable = (psycopg.OperationalError, PoolTimeout)
+# What "the database is down" looks like to callers: the error handlers turn these into a 503 page. A
+# server that refuses writes is down for Nexo too: during a failover, PgBouncer can be pointed at the
+# standby a moment before its promotion ends (ADR-019), and every request, a page's session touch
+# included, writes.
+DatabaseUnavailable = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction, PoolTimeout)
 
 
 class Transaction:
@@ -126,6 +129,9 @@ class Database:
             tx = Transaction(conn)
             try:
                 yield tx
+            except psycopg.errors.ReadOnlySqlTransaction:
+                _discard(conn)
+                raise
             finally:
                 if not tx.committed:
                     _roll_back(conn)
@@ -151,6 +157,9 @@ class Database:
             conn.autocommit = True
             try:
                 yield conn
+            except psycopg.errors.ReadOnlySqlTransaction:
+                _discard(conn)
+                raise
             finally:
                 # A broken connection refuses the reset; the pool discards it anyway.
                 with suppress(psycopg.Error):
@@ -179,6 +188,16 @@ def check_lent_connection(conn: Conn) -> None:
         if not poller.poll(0) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             return
     ConnectionPool.check_connection(conn)
+
+
+def _discard(conn: Conn) -> None:
+    """Close a connection whose server refused a write, so the pool opens a new one instead of lending it.
+
+    Straight to the nodes, libpq's `target_session_attrs=read-write` then finds the one that takes writes
+    now; through PgBouncer, the pooler's own server connection is not ours to close (ADR-019).
+    """
+    log.warning("the database refused a write (read-only: a failover under way?); connection discarded")
+    conn.close()
 
 
 def _roll_back(conn: Conn) -> None:

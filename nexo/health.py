@@ -2,7 +2,8 @@
 
 /readyz is what a balancer asks in a fleet (ADR-019): an order commits without Redis (guarantee 17:
 losing Redis only delays events), so Redis down is `degraded`, still 200; Postgres down is 503, so the
-balancer sends orders to a host that can keep them. /health stays as CONTRACT.md has it.
+balancer sends orders to a host that can keep them; so is a server that does not take writes (the
+standby a failover is still promoting: `read_only`). /health stays as CONTRACT.md has it.
 """
 
 from __future__ import annotations
@@ -34,18 +35,23 @@ def livez():
 @bp.route("/readyz")
 def readyz():
     """200 when an order can be taken (Postgres answers; Redis down is only `degraded`); 503 otherwise."""
-    status = {"status": "ready", "db": _database(), "redis": "ok" if _redis() == "ok" else "degraded"}
+    status = {"status": "ready", "db": _database(writes=True), "redis": "ok" if _redis() == "ok" else "degraded"}
     if status["db"] != "ok":
         status["status"] = "not_ready"
         return jsonify(status), 503
     return jsonify(status)
 
 
-def _database() -> str:
+def _database(*, writes: bool = False) -> str:
+    """ok or down; with `writes`, read_only for a server that answers but refuses writes (in recovery)."""
     try:
         with get_db().reading_one() as conn:
-            conn.execute("SELECT 1")
-        return "ok"
+            if not writes:
+                conn.execute("SELECT 1")
+                return "ok"
+            # What libpq's target_session_attrs=read-write asks too; on in a standby.
+            row = conn.execute("SHOW transaction_read_only").fetchone()
+        return "read_only" if row and row["transaction_read_only"] == "on" else "ok"
     except Exception as exc:  # any failure to reach it means "down" for a probe
         log.warning("probe: database down (%s)", type(exc).__name__)
         return "down"

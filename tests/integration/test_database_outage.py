@@ -7,10 +7,12 @@ sends our own connection exactly what a `pg_ctl restart -m fast` sends every con
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 
 import psycopg
+import psycopg.conninfo
 import pytest
 from psycopg_pool import ConnectionPool
 
@@ -121,3 +123,46 @@ def test_the_order_form_posted_during_an_outage_says_the_same_form_can_be_confir
     assert "confirmá el mismo formulario otra vez" in body and "nunca uno duplicado" in body
     assert "No se guardó nada" not in body
     assert resubmitted_form(body) == form  # the button sends the same form, the same requestId
+
+
+# A server that answers but refuses writes: what PgBouncer reaches when a failover rewires it to the
+# standby a moment before its promotion ends (ADR-019). default_transaction_read_only plays it here.
+def _read_only(url: str) -> str:
+    return psycopg.conninfo.make_conninfo(url, options="-c default_transaction_read_only=on")
+
+
+def test_a_connection_whose_server_refuses_writes_is_not_lent_again(settings):
+    database = Database(_read_only(settings.database_url), max_size=1, name="outage-test")
+    try:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), database.transaction() as tx:
+            first = tx.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+            tx.execute("CREATE TABLE never_made (x int)")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), database.reading_one() as conn:
+            second = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+            conn.execute("CREATE TABLE never_made (x int)")
+        with database.reading() as conn:  # a new connection each time: a direct pool finds the new leader so
+            third = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+        assert len({first, second, third}) == 3
+    finally:
+        database.close()
+
+
+@pytest.fixture
+def app_on_a_read_only_server(settings):
+    read_only = dataclasses.replace(settings, database_url=_read_only(settings.database_url))
+    application = create_app(read_only, test_config={"TESTING": True, "PROPAGATE_EXCEPTIONS": False})
+    yield application
+    application.extensions["nexo.db"].close()
+    recorder.configure(settings.database_url)
+
+
+def test_a_server_that_refuses_writes_is_the_503_page_and_not_ready(app_on_a_read_only_server):
+    client, token = _logged_in(app_on_a_read_only_server)
+    page = client.get("/orders/new")  # the session's touch is a write
+    assert page.status_code == 503 and "La base de datos no responde" in page.get_data(as_text=True)
+    form = {"csrf_token": token, "request_id": str(uuid.uuid4()), "client_id": str(uuid.uuid4()), "deposit_id": "CEN"}
+    posted = client.post("/orders/new", data=form)
+    assert posted.status_code == 503 and resubmitted_form(posted.get_data(as_text=True)) == form
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["db"] == "read_only"
+    assert client.get("/livez").status_code == 200
