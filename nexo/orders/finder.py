@@ -24,8 +24,9 @@ from zoneinfo import ZoneInfo
 
 from psycopg.rows import DictRow
 
-from nexo.db import Conn, Database, contains_pattern
+from nexo.db import Conn, Database
 from nexo.formatting import parse_order_number
+from nexo.orders.queries import every_word
 from nexo.states import OrderStatus
 
 PAGE_SIZE = 50
@@ -215,10 +216,12 @@ def where_sql(f: OrderFilters) -> tuple[str, dict[str, Any]]:
         clauses.append("o.number = %(number)s")
         params["number"] = f.number
     if f.client_text:
-        # The client table is small next to the orders; the orders of the matching clients come from
-        # orders_client_idx. Names are matched anywhere, case- and accent-insensitively enough for people.
-        clauses.append("o.client_id IN (SELECT id FROM client WHERE name ILIKE %(client)s)")
-        params["client"] = contains_pattern(f.client_text)
+        # The clients as the order form's lookup finds them (every word, in any order, case and accents
+        # aside), through its trigram index (migration 0650): a plain ILIKE on the name read every client.
+        # The orders of the matching clients then come from orders_client_idx.
+        words, word_params = every_word(f.client_text)
+        clauses.append(f"o.client_id IN (SELECT id FROM client WHERE true{words})")
+        params |= word_params
     if f.client_id is not None:
         clauses.append("o.client_id = %(client_id)s")
         params["client_id"] = f.client_id

@@ -26,7 +26,7 @@ def client_by_id(conn: Conn, client_id: UUID) -> DictRow | None:
     return conn.execute("SELECT id, name, tier FROM client WHERE id = %s", [client_id]).fetchone()
 
 
-def _every_word(text: str) -> tuple[str, dict[str, str]]:
+def every_word(text: str) -> tuple[str, dict[str, str]]:
     """The conditions "search_text holds every word of text" (clients and products both keep one, migrations
     0630 and 0650) and their parameters: one pattern per word that the trigram index answers, the values
     bound, never formatted."""
@@ -38,7 +38,7 @@ def _every_word(text: str) -> tuple[str, dict[str, str]]:
 def find_clients(conn: Conn, text: str, *, limit: int, offset: int = 0) -> list[DictRow]:
     """Clients whose name holds every word of `text`, in any order, case and accents aside; by name: the
     form's client lookup, read like find_skus's (a trigram index, migration 0650)."""
-    where, params = _every_word(text)
+    where, params = every_word(text)
     return conn.execute(
         f"SELECT id, name, tier FROM client WHERE true{where} ORDER BY name, id LIMIT %(limit)s OFFSET %(offset)s",
         {**params, "limit": limit, "offset": offset},
@@ -78,7 +78,7 @@ def find_skus(conn: Conn, text: str, *, limit: int | None, offset: int = 0, afte
     catalog by SKU up to its page instead. Empty text: the catalog from its first SKU. `after` starts
     past that SKU (the API's cursor: no OFFSET to read through); `limit` None is no limit.
     """
-    where, params = _every_word(text)  # the form and the API send at most 40 characters
+    where, params = every_word(text)  # the form and the API send at most 40 characters
     # A plain range when there is a cursor: "IS NULL OR sku > …" would walk the index from its start.
     past = " AND sku > %(after)s" if after is not None else ""
     found = f"SELECT id, sku, name FROM product WHERE true{where}{past} ORDER BY sku LIMIT %(limit)s OFFSET %(offset)s"

@@ -81,6 +81,11 @@ def test_credit_opening_the_salespeoples_list_is_sent_to_every_order_with_its_fi
         ({"sku": "TOR-010", "cliente": "Corralón del Sur"}, ["sur_cor", "sur_tor"]),
         ({"canal": "formulario", "cliente": "Obras"}, ["obras"]),
         ({"cliente": "nadie se llama así"}, []),
+        # As the order form's client lookup: every word, in any order, accents and case aside.
+        ({"cliente": "SUR corralon"}, ["cancelled", "sur_cor", "sur_tor"]),
+        ({"cliente": "ferreteria"}, ["platino_pending"]),
+        ({"cliente": "sur obras"}, []),
+        ({"cliente": "100%_"}, []),  # LIKE's own characters are taken literally
     ],
 )
 def test_filters_combine(db, client, auth, morning, args, expected):
