@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from psycopg.rows import DictRow
 
 from nexo.db import Conn, one_row
-from nexo.outbox.partitions import LIVE_EVENTS  # pending and failed events are in the live partition (ADR-019)
+from nexo.outbox.partitions import LIVE_EVENTS, settled_since  # pending and failed events are in the live partition (ADR-019)
 from nexo.outbox.registry import NAMES
 from nexo.states import DeadLetterStatus, EventStatus, OrderStatus, ReservationKind, sql_constant
 
@@ -203,7 +203,7 @@ def pending_age_history(conn: Conn) -> dict[str, list[float]]:
         {
             "hours": HOURS,
             # a day more than the window: this process's clock and the database's may differ a little
-            "settled_since": (datetime.now(UTC) - timedelta(hours=HOURS + 24)).date(),
+            "settled_since": settled_since(datetime.now(UTC) - timedelta(hours=HOURS + 24)),
             "destinations": list(NAMES),
             "failed": EventStatus.FALLIDO,
             "discarded": DeadLetterStatus.DISCARDED,
