@@ -7,6 +7,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import signal
+import subprocess
+import sys
 import threading
 from datetime import date
 
@@ -25,6 +28,7 @@ from nexo.outbox import repository as outbox
 from nexo.outbox.dead_letter import open_dead_letter
 from nexo.outbox.wakeup import request_delivery
 from tests.dead_letter_factory import audit_rows, make_dead_letter, make_order, row
+from tests.helpers import ROOT
 from tests.integration.order_helpers import command, user_id
 from tests.relay_fixtures import insert_confirmed_orders, relay_settings, wait_until
 
@@ -444,3 +448,49 @@ def test_the_operations_chart_reads_a_filed_delivery_of_the_last_day_as_before(d
     with db.reading() as conn:
         after = ops.pending_age_history(conn)["fiscal"]
     assert max(before) > 3600 and [round(a) for a in after] == [round(b) for b in before]
+
+
+def test_a_filing_pass_killed_mid_work_loses_nothing_and_the_next_one_finishes(db, settings):
+    """kill -9 of a process filing (the maintenance runner's pass): each batch is one transaction, so what it
+    had not committed stays live with its attempts, and the next pass files the rest (ADR-019)."""
+    with db.transaction() as tx:
+        order_id = make_order(tx.conn)
+        tx.execute(
+            "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at)"
+            " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal', '{}', 'ENTREGADO', 1,"
+            "        now() - interval '2 days' FROM generate_series(1, 30000)",
+            [order_id],
+        )
+        tx.execute(
+            "INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome)"
+            " SELECT id, 1, gen_random_uuid(), 'test', delivered_at, delivered_at, 'ENTREGADO' FROM outbox_event_live"
+        )
+        tx.commit()
+    filing = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from nexo.db import Database; from nexo.outbox import history;"
+            " history.file_settled_events(Database(sys.argv[1], max_size=2), batch=200)",
+            settings.database_url,
+        ],
+        cwd=ROOT,
+    )
+    try:
+        wait_until(lambda: row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] < 30000, timeout=60)
+        filing.send_signal(signal.SIGKILL)
+        filing.wait(timeout=10)
+    finally:
+        if filing.poll() is None:
+            filing.kill()
+    left = row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"]
+    assert 0 < left < 30000, "the pass was killed mid-work"
+    counts = row(
+        db,
+        "SELECT (SELECT count(*) FROM outbox_event) AS events, (SELECT count(*) FROM delivery_attempt) AS attempts,"
+        " (SELECT count(*) FROM delivery_attempt_live) AS live_attempts",
+    )
+    assert counts == {"events": 30000, "attempts": 30000, "live_attempts": left}  # none lost, none split from its event
+    assert file_all(db).filed == left
+    assert row(db, "SELECT count(*) AS n FROM outbox_event_live")["n"] == 0
+    assert row(db, "SELECT count(*) AS n FROM delivery_attempt")["n"] == 30000
