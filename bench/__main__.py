@@ -14,7 +14,7 @@ from datetime import datetime
 
 import redis
 
-from bench import backup, floor, growth, hot_sku, machine, mixed, order_entry, pgbench, pgbouncer, profile, relay, report
+from bench import backup, cores, floor, growth, hot_sku, machine, mixed, order_entry, pgbench, pgbouncer, profile, relay, report
 from bench import data as bench_data
 from bench import scale as scales
 from bench.api_client import integrations
@@ -137,6 +137,7 @@ def _verdicts(results: dict) -> None:
     results["targets_round_2"] = report.targets_round_2(results)
     results["targets_fleet"] = report.targets_fleet(results)
     results["targets_floor"] = report.targets_floor(results)
+    results["cores_allow"] = cores.bounds(results)
     results["targets_backup"] = report.targets_backup(results)
 
 

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from bench import backup, growth, mixed, pgbouncer
+from bench import backup, cores, growth, mixed, pgbouncer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -349,6 +349,7 @@ def table(results: dict) -> str:
     ):
         if results.get(key):
             lines += phase_table(results[key])
+    lines += cores.table(results)
     for title, checked in (
         ("Targets (round 1: rates and latency, ADR-011)", results["targets"]),
         ("Targets (round 2: CPU per unit of work first, ADR-011)", results.get("targets_round_2") or []),

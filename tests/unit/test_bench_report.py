@@ -137,3 +137,61 @@ def test_the_sessions_split_names_the_largest_activities_and_sums_the_rest():
         "share_pct": {"running": 50.0, "client": 30.0, "lock:transactionid": 10.0, "other": 10.0},
     }
     assert sessions_summary(Counter(), samples=20) is None  # nothing was ever in a transaction: no split to print
+
+
+def test_what_the_cores_allow_is_cores_over_every_process_cpu_per_unit_and_the_goal_says_what_cpu_it_needs():
+    # The figures of the full run of 2026-12-07 (docs/performance.md), rounded as printed there.
+    results = {
+        **_machine(),
+        "order_floor": {"orders_per_s": 1678.9},
+        "delivery_floor": {"events_per_s": 6714.7},
+        "direct": [{"concurrency": 8, "per_s": 833.9, "cpu_ms_per_op": {"python": 0.9, "postgres": 1.1, "redis": 0.0}}],
+        "http": [
+            {
+                "concurrency": 8,
+                "per_s": 396.6,
+                "cpu_ms_per_op": {"gunicorn": 2.9, "postgres": 1.5, "redis": 0.0, "load generator": 0.3},
+            }
+        ],
+        "relay_throughput": [
+            {
+                "workers": 2,
+                "events_per_s": 977.1,
+                "cpu_ms_per_event": {"workers": 0.5, "fakes": 0.9, "postgres": 0.4, "redis": 0.0},
+            }
+        ],
+        "mixed": {
+            "highest_sustained_rate": 200,
+            "steps": [
+                {"rate": 150, "achieved": 149.6, "cpu_ms_per_order": {"gunicorn": 3.5}},
+                {
+                    "rate": 200,
+                    "achieved": 199.7,
+                    "cpu_ms_per_order": {"gunicorn": 3.1, "relay": 1.4, "fakes": 1.9, "postgres": 2.8},
+                },
+            ],
+        },
+    }
+    rows = {r["path"]: r for r in report.cores.bounds(results)}
+    direct = rows["direct create_order @8"]
+    assert round(direct["allowed"]) == 1000  # 2 cores × 1000 ÷ 2.0 ms
+    assert round(direct["of_bound"], 3) == 0.834
+    assert round(direct["goal"], 1) == round(0.70 * 1678.9, 1)
+    assert round(direct["goal_cpu_ms"], 2) == 1.70  # 2000 ÷ 1,175 orders/s
+    http = rows["HTTP form @8"]
+    assert round(http["allowed"]) == 426 and round(http["of_bound"], 2) == 0.93
+    relay = rows["relay, 2 workers"]
+    assert round(relay["fakes_allow"]) == 2222  # the fakes alone, on every core: a third of the goal
+    assert round(relay["goal_cpu_ms"], 2) == 0.60
+    mixed = rows["mixed at 200 orders/s"]  # the highest sustained step, not the first
+    assert round(mixed["cpu_ms"], 1) == 9.2 and round(mixed["goal_cpu_ms"], 2) == 5.71
+    assert mixed["fakes_allow"] is not None
+    printed = "\n".join(report.cores.table(results))
+    assert "the fakes alone allow 2,222 events/s, 66 % of the goal: out of reach" in printed
+    assert printed.count("the fakes alone") == 1  # the mixed phase's fakes would allow 1,053 orders/s: not a limit
+    # A phase that did not run has no row; a run with no phase has no table.
+    assert "HTTP form @8" not in {r["path"] for r in report.cores.bounds({**_machine(), "direct": results["direct"]})}
+    assert report.cores.table(_machine()) == []
+    # make bench prints it before the targets
+    direct_only = {**_machine(), "targets": [], "direct": [{**results["direct"][0], "p50_ms": 8.0, "p99_ms": 24.0, "errors": 0}]}
+    assert "What the 2 cores allow" in report.table(direct_only)
