@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 
 import redis
 
@@ -122,13 +123,19 @@ def main() -> int:
             results["pgbench"]["tpcb-like-at-end"] = anchor.run("tpcb-like", scale.pgbench_s)
     results["machine"]["load_after"] = machine.load_average()
     results["wall_s"] = round(time.monotonic() - began, 1)
-    _verdicts(results)
-    print("\n" + report.table(results) + "\n", flush=True)
-    path = report.write_json(results)
+    path = _report(results)
     say(f"written {path.relative_to(ROOT)} ({results['wall_s']} s)")
     if os.environ.get("BENCH_PRINT_JSON"):
         print(json.dumps(results, indent=2, default=str))
     return 0
+
+
+def _report(results: dict) -> Path:
+    """Write the run, check its targets, print the table and write the run again with the verdicts."""
+    report.write_json(results)  # the measurements first: a fault in the verdicts loses no run
+    _verdicts(results)
+    print("\n" + report.table(results) + "\n", flush=True)
+    return report.write_json(results)
 
 
 def _verdicts(results: dict) -> None:

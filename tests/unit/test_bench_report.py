@@ -163,10 +163,10 @@ def test_what_the_cores_allow_is_cores_over_every_process_cpu_per_unit_and_the_g
         "mixed": {
             "highest_sustained_rate": 200,
             "steps": [
-                {"rate": 150, "achieved": 149.6, "cpu_ms_per_order": {"gunicorn": 3.5}},
+                {"rate": 150, "achieved_per_s": 149.6, "cpu_ms_per_order": {"gunicorn": 3.5}},
                 {
                     "rate": 200,
-                    "achieved": 199.7,
+                    "achieved_per_s": 199.7,
                     "cpu_ms_per_order": {"gunicorn": 3.1, "relay": 1.4, "fakes": 1.9, "postgres": 2.8},
                 },
             ],
