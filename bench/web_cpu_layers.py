@@ -53,7 +53,7 @@ def main() -> int:
     assert cookie is not None, "the login set no session cookie"
     with app.app_context(), get_db().reading_one() as conn:
         # Room for every order of the run: no rejection for stock or credit changes the path measured.
-        client_id = conn.execute("SELECT id FROM client WHERE name = 'Corralón del Sur'").fetchone()[0]
+        client_id = conn.execute("SELECT id FROM client WHERE name = 'Corralón del Sur'").fetchone()["id"]
         conn.execute("UPDATE stock_level SET on_hand = 100000000")
         conn.execute("UPDATE client SET credit_limit_cents = 10000000000000 WHERE id = %s", [client_id])
 
