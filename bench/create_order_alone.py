@@ -25,9 +25,9 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
+from bench.cpu import tree_seconds  # noqa: E402
 from nexo.db import Database  # noqa: E402
 from nexo.orders import commands, service  # noqa: E402
 
@@ -48,7 +48,7 @@ def main() -> int:
         conn.commit()
     count = int(os.environ.get("N", "2000"))
     lines = (commands.OrderLineRequest("TOR-010", 1), commands.OrderLineRequest("COR-200", 1))
-    postgres_before, python_before = _backend_cpu_s(backend), time.process_time()
+    postgres_before, python_before = tree_seconds(backend), time.process_time()
     for _ in range(count):
         cmd = commands.CreateOrder(
             request_id=uuid.uuid4(), client_id=client_id, warehouse_id="CEN", lines=lines, salesperson_id=salesperson
@@ -56,18 +56,12 @@ def main() -> int:
         result = service.create_order(db, cmd, None)
         assert isinstance(result, commands.Confirmed), result
     python_ms = (time.process_time() - python_before) / count * 1e3
-    postgres_ms = (_backend_cpu_s(backend) - postgres_before) / count * 1e3
+    postgres_ms = (tree_seconds(backend) - postgres_before) / count * 1e3
     with db.pool.connection() as conn:  # one connection all along, or the backend's CPU is not the orders'
         assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"] == backend, "the pool reconnected"
     db.close()
     print(f"{count} orders: CPU ms per order, Python {python_ms:.3f} · Postgres backend {postgres_ms:.3f}")
     return 0
-
-
-def _backend_cpu_s(pid: int) -> float:
-    """utime + stime of a Postgres backend on this machine, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

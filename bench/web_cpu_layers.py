@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nexo import create_app  # noqa: E402
@@ -90,74 +91,32 @@ def main() -> int:
 
 
 def _variants(app) -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
-    @contextlib.contextmanager
-    def as_is() -> Iterator[None]:
-        yield
+    """Each variant's context: the layer it names off for the block, back on after it."""
 
-    @contextlib.contextmanager
-    def no_flash() -> Iterator[None]:
-        with _swapped(order_views, "flash", lambda *args, **kwargs: None):
-            yield
-
-    @contextlib.contextmanager
-    def no_csrf() -> Iterator[None]:
-        with _swapped(app.config, "WTF_CSRF_ENABLED", False, item=True):
-            yield
-
-    @contextlib.contextmanager
-    def no_login_limits() -> Iterator[None]:
-        with _swapped(app.extensions["nexo.limiter"], "enabled", False):
-            yield
-
-    @contextlib.contextmanager
-    def no_session_protection() -> Iterator[None]:
-        with _swapped(login_manager, "session_protection", None):
-            yield
-
-    @contextlib.contextmanager
-    def no_log_line() -> Iterator[None]:
-        logger = logging.getLogger("nexo")
-        level = logger.level
-        logger.setLevel(logging.WARNING)
-        try:
-            yield
-        finally:
-            logger.setLevel(level)
-
-    @contextlib.contextmanager
-    def no_order() -> Iterator[None]:
-        # The view as it is up to create_order; the redirect a confirmed order gets, without the order.
-        def answered(*args, **kwargs):
-            return commands.Confirmed(order_id=uuid.uuid4())
-
-        with _swapped(order_views.service, "create_order", answered):
-            yield
+    def no_order(*args, **kwargs):  # the view as it is up to create_order, and the redirect it answers
+        return commands.Confirmed(order_id=uuid.uuid4())
 
     return {
-        "as_is": as_is,
-        "no_flash": no_flash,
-        "no_csrf": no_csrf,
-        "no_login_limits": no_login_limits,
-        "no_session_protection": no_session_protection,
-        "no_log_line": no_log_line,
-        "no_order": no_order,
+        "as_is": contextlib.nullcontext,
+        "no_flash": lambda: mock.patch.object(order_views, "flash", lambda *args, **kwargs: None),
+        "no_csrf": lambda: mock.patch.dict(app.config, {"WTF_CSRF_ENABLED": False}),
+        "no_login_limits": lambda: mock.patch.object(app.extensions["nexo.limiter"], "enabled", False),
+        "no_session_protection": lambda: mock.patch.object(login_manager, "session_protection", None),
+        "no_log_line": _no_log_line,
+        "no_order": lambda: mock.patch.object(order_views.service, "create_order", no_order),
     }
 
 
 @contextlib.contextmanager
-def _swapped(owner, name: str, value, *, item: bool = False) -> Iterator[None]:
-    old = owner[name] if item else getattr(owner, name)
-    if item:
-        owner[name] = value
-    else:
-        setattr(owner, name, value)
+def _no_log_line() -> Iterator[None]:
+    # setLevel, not a patched attribute: it also clears the loggers' cached isEnabledFor answers.
+    logger = logging.getLogger("nexo")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
-        if item:
-            owner[name] = old
-        else:
-            setattr(owner, name, old)
+        logger.setLevel(level)
 
 
 if __name__ == "__main__":

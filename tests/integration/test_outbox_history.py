@@ -79,6 +79,16 @@ def delivered(db, order_id) -> int:
     return row(db, "SELECT count(*) AS n FROM outbox_event WHERE aggregate_id = %s AND status = 'ENTREGADO'", [order_id])["n"]
 
 
+def add_delivered_two_days_ago(tx, order_id, count: int) -> None:
+    """`count` fiscal events of one order, delivered two days ago: history ready to be filed."""
+    tx.execute(
+        "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at)"
+        " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal', '{}', 'ENTREGADO', 1,"
+        "        now() - interval '2 days' FROM generate_series(1, %s)",
+        [order_id, count],
+    )
+
+
 def file_all(db, **kwargs) -> history.FilingReport:
     return history.file_settled_events(db, **kwargs)
 
@@ -408,12 +418,7 @@ def test_an_event_deleted_takes_its_attempts_and_an_attempt_needs_its_event(db):
 def test_a_long_history_is_filed_in_slices_between_lease_renewals(db, settings, monkeypatch):
     with db.transaction() as tx:
         order_id = make_order(tx.conn)
-        tx.execute(
-            "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at)"
-            " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal', '{}', 'ENTREGADO', 1,"
-            "        now() - interval '2 days' FROM generate_series(1, 25)",
-            [order_id],
-        )
+        add_delivered_two_days_ago(tx, order_id, 25)
         tx.commit()
     monkeypatch.setattr("nexo.maintenance.HISTORY_PASS_S", 0.0)  # one batch, then the pass yields
     monkeypatch.setattr("nexo.outbox.history.BATCH", 10)
@@ -455,12 +460,7 @@ def test_a_filing_pass_killed_mid_work_loses_nothing_and_the_next_one_finishes(d
     had not committed stays live with its attempts, and the next pass files the rest (ADR-019)."""
     with db.transaction() as tx:
         order_id = make_order(tx.conn)
-        tx.execute(
-            "INSERT INTO outbox_event (id, aggregate_id, event_type, destination, payload, status, attempts, delivered_at)"
-            " SELECT gen_random_uuid(), %s, 'billing.intent_recorded', 'fiscal', '{}', 'ENTREGADO', 1,"
-            "        now() - interval '2 days' FROM generate_series(1, 30000)",
-            [order_id],
-        )
+        add_delivered_two_days_ago(tx, order_id, 30000)
         tx.execute(
             "INSERT INTO delivery_attempt (event_id, attempt_no, claim_token, worker, started_at, finished_at, outcome)"
             " SELECT id, 1, gen_random_uuid(), 'test', delivered_at, delivered_at, 'ENTREGADO' FROM outbox_event_live"
