@@ -8,7 +8,7 @@ from uuid import UUID
 
 from psycopg.rows import DictRow
 
-from nexo.db import Conn, one_row
+from nexo.db import Conn, array_literal, one_row
 from nexo.states import BillingStatus, OrderStatus
 
 
@@ -66,9 +66,9 @@ def order_context(conn: Conn, client_id: UUID, warehouse_id: str, skus: list[str
           FROM (SELECT 1) AS one
           LEFT JOIN client c ON c.id = %(client)s
           LEFT JOIN warehouse w ON w.id = %(warehouse)s
-          LEFT JOIN (product p LEFT JOIN price_list pl ON pl.product_id = p.id) ON p.sku = ANY(%(skus)s)
+          LEFT JOIN (product p LEFT JOIN price_list pl ON pl.product_id = p.id) ON p.sku = ANY(%(skus)s::text[])
         """,
-        {"client": client_id, "warehouse": warehouse_id, "skus": skus},
+        {"client": client_id, "warehouse": warehouse_id, "skus": array_literal(skus)},
     ).fetchall()
     first = rows[0]
     client = (
@@ -114,7 +114,7 @@ def record_order(
     (product_id, sku, quantity, unit_price_cents), the price copied from the price list (RN-03).
     api_key_id names the API key that posted the order (NULL: the browser form, ADR-015).
     """
-    products, skus, quantities, prices = (list(column) for column in zip(*lines, strict=True))
+    products, skus, quantities, prices = (array_literal(column) for column in zip(*lines, strict=True))
     decided = conn.execute(
         """
         WITH charged AS (

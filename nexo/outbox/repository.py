@@ -10,7 +10,7 @@ from datetime import datetime
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from nexo.db import Conn
+from nexo.db import Conn, array_literal
 from nexo.outbox import registry
 from nexo.outbox.partitions import LIVE_ATTEMPTS, LIVE_EVENTS, settled_since  # the relay works in these (ADR-019)
 from nexo.outbox.storable import storable_text
@@ -44,10 +44,10 @@ def add_events(
             order_id,
             Jsonb(payload),
             request_id,
-            event_ids,
-            list(event_types),
-            [registry.for_event(t).name for t in event_types],
-            depends_on or [None] * len(event_types),
+            array_literal(event_ids),
+            array_literal(event_types),
+            array_literal(registry.for_event(t).name for t in event_types),
+            array_literal(depends_on or [None] * len(event_types)),
         ],
     )
     return event_ids

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from psycopg.rows import DictRow
 
-from nexo.db import Conn, one_row
+from nexo.db import Conn, array_literal, one_row
 from nexo.states import ReservationKind
 from nexo.stock.lock_order import SQL_COLLATE
 
@@ -29,7 +29,7 @@ def reserve_lines(
     writer that skips it. Each reserved row gets its reservation; expires_at stays NULL because RN-07
     (soft-reservation deadline) is BLOCKED.
     """
-    products, quantities = (list(column) for column in zip(*lines, strict=True))
+    products, quantities = (array_literal(column) for column in zip(*lines, strict=True))
     rows = conn.execute(
         """
         WITH wanted AS (
