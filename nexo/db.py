@@ -40,15 +40,18 @@ def array_literal(values: Iterable[str | int | UUID | None]) -> str:
     """Values as a Postgres array in its text form, for a parameter the statement casts (`%s::uuid[]`).
 
     psycopg adapts a Python list in Python, element by element, after scanning it to choose the element
-    type: about 15 µs an array, and an order's transaction passes eleven, a tenth of create_order's Python
-    (docs/performance.md, "Arrays as text"). This is the documented array input syntax instead: each value
-    double-quoted with its backslashes and double quotes escaped (any text, commas and braces included,
-    reads back as it was), None as an unquoted NULL. The statement's cast gives the elements their type.
+    type: about 15 µs an array, and an order's transaction passes eleven, over a quarter of create_order's
+    Python instructions (docs/performance.md, "Arrays as text"). This is the documented array input syntax
+    instead: each value double-quoted with its backslashes and double quotes escaped (any text, commas and
+    braces included, reads back as it was), None as an unquoted NULL. The statement's cast gives the
+    elements their type. Values are str (a StrEnum's is its value), int or UUID.
     """
     return "{" + ",".join("NULL" if v is None else _quoted_element(str(v)) for v in values) + "}"
 
 
 def _quoted_element(text: str) -> str:
+    """One element of array_literal, double-quoted: inside the quotes only a backslash and a double quote
+    need a backslash before them."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
