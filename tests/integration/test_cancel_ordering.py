@@ -58,6 +58,15 @@ def kinds(fakes, dest) -> list[tuple[str, str]]:
     return out
 
 
+def handoff_delivered(db, order_id) -> bool:
+    """The warehouse has the handoff: the cases below cancel after it (a cancellation follows it there).
+
+    A job's two lanes claim side by side; the fiscal one can have tried the invoice before the warehouse
+    one claims the handoff, and a cancel in between withdraws the handoff untried (three events, not four).
+    """
+    return events(db, order_id)["order.handoff_requested"]["status"] == "ENTREGADO"
+
+
 def all_settled(db, order_id, expected: int):
     rows = events(db, order_id)
     return len(rows) == expected and all(r["status"] in SETTLED for r in rows.values())
@@ -97,6 +106,7 @@ def test_a_destination_that_timed_out_before_applying_gets_neither(db, redis_cli
     relay.start_sweepers(1)
     order_id = confirmed_order(db, redis_client)
     wait_until(lambda: events(db, order_id)["billing.intent_recorded"]["attempts"] >= 1, message="the invoice was tried")
+    wait_until(lambda: handoff_delivered(db, order_id), message="the handoff delivered")
     cancel_it(db, order_id, redis_client)
     fakes.set_mode("fiscal", "ok")
     wait_until(lambda: all_settled(db, order_id, 4), timeout=40, message="every event settled")
@@ -114,6 +124,7 @@ def test_a_cancel_while_the_original_is_in_flight_waits_for_it_and_comes_after(d
     relay.start_sweepers(1)
     order_id = confirmed_order(db, redis_client)
     invoice = wait_until(lambda: fakes.effects("fiscal"), message="the fake applied the invoice")[0]["key"]
+    wait_until(lambda: handoff_delivered(db, order_id), message="the handoff delivered")
     cancel_it(db, order_id, redis_client)  # the worker is still waiting for that answer
     wait_until(lambda: all_settled(db, order_id, 4), timeout=40, message="every event settled")
     rows = events(db, order_id)
@@ -130,6 +141,7 @@ def test_the_dead_letter_of_an_original_is_withdrawn_with_the_cancel_and_cannot_
     order_id = confirmed_order(db, redis_client)
     invoice = events(db, order_id)["billing.intent_recorded"]["id"]
     letter = wait_until(lambda: dead_letters_of(db, invoice), message="the invoice's dead letter")[0]
+    wait_until(lambda: handoff_delivered(db, order_id), message="the handoff delivered")
     cancel_it(db, order_id, redis_client)
     assert dead_letters_of(db, invoice)[0]["status"] == "resolved"
     replayed = dead_letters.replay(db, letter["id"], "marta")
