@@ -11,7 +11,9 @@ time (what `CREATE INDEX CONCURRENTLY` needs, so that a new index on a hot table
 writes). Its lock is held meanwhile by a second connection's open transaction. Such a file must be safe
 to run again (`IF NOT EXISTS`): an index build interrupted halfway leaves an INVALID index behind, which
 the runner drops before running the file again (it holds the file's lock, so no other build is under
-way), and which fails the run if the file leaves one.
+way), and which fails the run if the file leaves one. A runner killed mid-statement loses the lock with
+its connections, so its statement must stop with it: the server checks every second that the runner is
+still there (`client_connection_check_interval`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ADVISORY_LOCK_ID = 0x6E65786F
 NO_TRANSACTION = "-- nexo: no-transaction"
 LOCK_POLL_S = 0.5
+# How soon the server notices that a runner died while a statement of its runs (PostgreSQL 14+, Linux).
+# Without it a killed runner's CREATE/DROP INDEX CONCURRENTLY runs on unseen, unrecorded, after the
+# file's lock died with the runner's connections, and the next runner waits behind it or races it.
+CLIENT_CHECK_INTERVAL = "1s"
 _INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
 
 
@@ -101,6 +107,7 @@ def _apply_in_transaction(conn: psycopg.Connection, version: str, sql: str, chec
             return False
         # A migration may take longer than the statement timeout the application's sessions get.
         conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute(f"SET LOCAL client_connection_check_interval = '{CLIENT_CHECK_INTERVAL}'")
         conn.execute(sql)
         _record(conn, version, checksum)
     return True
@@ -122,11 +129,13 @@ def _apply_outside_transaction(
         # takes; through a transaction pooler each statement may reach another server connection, which
         # keeps the database's statement_timeout (ADR-019).
         conn.execute("SET statement_timeout = 0")
+        conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK_INTERVAL}'")
         try:
             for statement in statements(sql):
                 conn.execute(statement)
         finally:
             conn.execute("RESET statement_timeout")
+            conn.execute("RESET client_connection_check_interval")
         invalid = _invalid_indexes(conn, _INDEX_NAME.findall(sql))
         if invalid:
             raise RuntimeError(f"migration {version} left INVALID index(es) {', '.join(invalid)}; run db upgrade again")

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -29,6 +37,20 @@ def _query(url: str, sql: str) -> list[tuple]:
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(sql)
         return cursor.fetchall() if cursor.description else []
+
+
+def _runner_process(url: str, directory: Path) -> subprocess.Popen:
+    """`migrations.upgrade(url, directory)` in a process of its own, to be killed."""
+    code = f"from pathlib import Path; from nexo import migrations; migrations.upgrade({url!r}, Path({str(directory)!r}))"
+    return subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
+
+
+def _wait_for(condition: Callable[[], object], process: subprocess.Popen | None, failure: str, timeout_s: float = 15) -> None:
+    """Poll condition until it holds; fail with `failure` after timeout_s or once process has exited."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert (process is None or process.poll() is None) and time.monotonic() < deadline, failure
+        time.sleep(0.1)
 
 
 def test_runners_on_several_hosts_at_once_apply_each_file_once(fresh_database, tmp_path):
@@ -119,3 +141,70 @@ def test_code_older_than_its_database_refuses_naming_both_versions(fresh_databas
     with pytest.raises(migrations.NewerSchema, match="schema 0002_column, newer than this code's 0001_table"):
         migrations.upgrade(fresh_database, older)
     assert _query(fresh_database, "SELECT version FROM schema_migrations ORDER BY 1") == [("0001_table",), ("0002_column",)]
+
+
+def test_a_runner_killed_while_dropping_an_index_concurrently_stops_there_and_the_next_run_finishes(fresh_database, tmp_path):
+    # Migration 0710 on the real schema, its runner a real process killed with -9 while its DROP INDEX
+    # CONCURRENTLY waits for a reader of `orders` (any open transaction that touched the table).
+    drop = "0710_drop_redundant_salesperson_index"
+    for path in sorted(migrations.MIGRATIONS_DIR.glob("*.sql")):
+        if path.stem < drop:
+            shutil.copy(path, tmp_path)
+    migrations.upgrade(fresh_database, tmp_path)
+    shutil.copy(migrations.MIGRATIONS_DIR / f"{drop}.sql", tmp_path)
+    index_state = "SELECT indisvalid FROM pg_index WHERE indexrelid = 'orders_salesperson_idx'::regclass"
+    statement = "SELECT pid FROM pg_stat_activity WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND datname = current_database()"
+
+    with psycopg.connect(fresh_database) as reader:
+        reader.execute("SELECT count(*) FROM orders")
+        runner = _runner_process(fresh_database, tmp_path)
+        try:
+            _wait_for(
+                lambda: _query(fresh_database, statement + " AND wait_event_type = 'Lock'"),
+                runner,
+                "the runner never reached the DROP",
+            )
+            # Halfway: the index is already out of every plan, and still in the catalog.
+            assert _query(fresh_database, index_state) == [(False,)]
+        finally:
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait()
+        # The server notices the runner is gone and stops its statement, while the reader still holds it
+        # up: otherwise the DROP would finish later, unrecorded, behind whatever ran next.
+        _wait_for(lambda: not _query(fresh_database, statement), None, "the killed runner's DROP INDEX CONCURRENTLY runs on")
+        reader.rollback()
+
+    assert _query(fresh_database, index_state) == [(False,)]  # left INVALID, as a crash leaves it
+    assert _query(fresh_database, f"SELECT 1 FROM schema_migrations WHERE version = '{drop}'") == []
+    assert migrations.upgrade(fresh_database, tmp_path) == [drop]
+    assert _query(fresh_database, "SELECT to_regclass('orders_salesperson_idx')") == [(None,)]
+    assert migrations.upgrade(fresh_database, tmp_path) == []
+
+
+def test_a_runner_killed_while_building_an_index_concurrently_stops_there_and_the_next_run_builds_it(fresh_database, tmp_path):
+    # The build waits for every open writer of the table; the runner, a real process, is killed there.
+    (tmp_path / "0001_table.sql").write_text("CREATE TABLE t (x int); INSERT INTO t SELECT generate_series(1, 1000);")
+    migrations.upgrade(fresh_database, tmp_path)
+    (tmp_path / "0002_index.sql").write_text(
+        "-- nexo: no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS t_x_idx ON t (x);\n"
+    )
+    statement = "SELECT pid FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND datname = current_database()"
+
+    with psycopg.connect(fresh_database) as writer:
+        writer.execute("INSERT INTO t VALUES (0)")
+        runner = _runner_process(fresh_database, tmp_path)
+        try:
+            _wait_for(
+                lambda: _query(fresh_database, statement + " AND wait_event_type = 'Lock'"),
+                runner,
+                "the runner never reached the build",
+            )
+        finally:
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait()
+        _wait_for(lambda: not _query(fresh_database, statement), None, "the killed runner's build runs on")
+        writer.commit()
+
+    assert _query(fresh_database, "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x_idx'::regclass") == [(False,)]
+    assert migrations.upgrade(fresh_database, tmp_path) == ["0002_index"]
+    assert _query(fresh_database, "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x_idx'::regclass") == [(True,)]
