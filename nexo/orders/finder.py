@@ -17,14 +17,14 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from psycopg.rows import DictRow
 
-from nexo.db import Conn, Database
+from nexo.db import Conn, Database, array_literal
 from nexo.formatting import parse_order_number
 from nexo.orders.queries import every_word
 from nexo.states import OrderStatus
@@ -35,6 +35,9 @@ MAX_TEXT = 80
 MAX_CURSOR = 200  # a cursor this list issued is about 100 characters
 LOCAL = ZoneInfo("America/Argentina/Buenos_Aires")  # dates typed by people are days in Argentina
 CHANNEL_FORM = "formulario"
+# Up to this many clients matching the client filter's words travel to the list's statements as their ids
+# (matching_clients); more than that, as the words themselves.
+CLIENT_IDS_CAP = 100
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class OrderFilters:
     number: int | None = None
     client_text: str = ""
     client_id: uuid.UUID | None = None  # one client exactly (the API's client_id)
+    client_ids: tuple[uuid.UUID, ...] | None = None  # the clients client_text matches, once looked up
     statuses: tuple[OrderStatus, ...] = ()
     salesperson_id: int | None = None
     sku: str = ""
@@ -208,6 +212,25 @@ def decode_cursor(cursor: str, sort: str) -> tuple[datetime | int, uuid.UUID]:
         raise gone from None
 
 
+def matching_clients(conn: Conn, f: OrderFilters) -> OrderFilters:
+    """The filters with the ids of the clients their client words match, when those are CLIENT_IDS_CAP or fewer.
+
+    Inside one statement the planner guesses how many clients the words match, each word on its own: for a
+    name typed whole ("bench 007") it guessed 18 clients where one matched, and on a database of 65,000
+    orders counted their orders by reading the whole table (4.8 ms, more as orders grow) rather than that
+    client's 300 through orders_client_idx (0.5 ms; docs/performance.md, "The client filter's plan").
+    Looked up first, the clients are a list whose length the planner sees. Past the cap the words stay in
+    the statement: so many clients hold a good share of the orders, which the list then reads newest first.
+    """
+    if not f.client_text or f.client_ids is not None:
+        return f
+    words, params = every_word(f.client_text)
+    rows = conn.execute(f"SELECT id FROM client WHERE true{words} LIMIT %(cap)s", params | {"cap": CLIENT_IDS_CAP + 1}).fetchall()
+    if len(rows) > CLIENT_IDS_CAP:
+        return f
+    return replace(f, client_ids=tuple(r["id"] for r in rows))
+
+
 def where_sql(f: OrderFilters) -> tuple[str, dict[str, Any]]:
     """The filters as a WHERE condition on `orders o` and its named parameters (the API's list uses it too)."""
     clauses: list[str] = ["true"]
@@ -215,7 +238,13 @@ def where_sql(f: OrderFilters) -> tuple[str, dict[str, Any]]:
     if f.number is not None:
         clauses.append("o.number = %(number)s")
         params["number"] = f.number
-    if f.client_text:
+    if f.client_ids is not None:
+        # unnest, not = ANY: the planner counts the array's elements as unnest's rows and starts from those
+        # clients (their orders by orders_client_idx, their names by client_pkey); with = ANY it hashed the
+        # whole client table to name them (docs/performance.md, "The client filter's plan").
+        clauses.append("o.client_id IN (SELECT unnest(%(client_ids)s::uuid[]))")
+        params["client_ids"] = array_literal(f.client_ids)
+    elif f.client_text:
         # The clients as the order form's lookup finds them (every word, in any order, case and accents
         # aside), through its trigram index (migration 0650): a plain ILIKE on the name read every client.
         # The orders of the matching clients then come from orders_client_idx.
@@ -287,20 +316,21 @@ def count(conn: Conn, f: OrderFilters) -> int:
 def stream_rows(db: Database, f: OrderFilters, *, per_line: bool, batch: int = 2_000) -> Iterator[DictRow]:
     """Every matching order (or every line of them) in the list's order, read in batches by a server-side
     cursor: a 100,000-row export never sits in memory, on either side."""
-    where, params = where_sql(f)
-    if per_line:
-        sql = (
-            f"SELECT {_COLUMNS}, l.sku, p.name AS product_name, l.quantity, l.unit_price_cents,"
-            " l.quantity * l.unit_price_cents AS amount_cents"
-            f" FROM orders o {_JOINS} JOIN order_line l ON l.order_id = o.id JOIN product p ON p.id = l.product_id"
-            f" WHERE {where} ORDER BY {f.ordering.order_by()}, l.sku"
-        )
-    else:
-        sql = f"SELECT {_COLUMNS} FROM orders o {_JOINS} WHERE {where} ORDER BY {f.ordering.order_by()}"
-    with db.reading() as conn, conn.cursor(name="orders_export") as cursor:
-        cursor.itersize = batch
-        cursor.execute(sql, params)
-        yield from cursor
+    with db.reading() as conn:
+        where, params = where_sql(matching_clients(conn, f))
+        if per_line:
+            sql = (
+                f"SELECT {_COLUMNS}, l.sku, p.name AS product_name, l.quantity, l.unit_price_cents,"
+                " l.quantity * l.unit_price_cents AS amount_cents"
+                f" FROM orders o {_JOINS} JOIN order_line l ON l.order_id = o.id JOIN product p ON p.id = l.product_id"
+                f" WHERE {where} ORDER BY {f.ordering.order_by()}, l.sku"
+            )
+        else:
+            sql = f"SELECT {_COLUMNS} FROM orders o {_JOINS} WHERE {where} ORDER BY {f.ordering.order_by()}"
+        with conn.cursor(name="orders_export") as cursor:
+            cursor.itersize = batch
+            cursor.execute(sql, params)
+            yield from cursor
 
 
 def salespeople(conn: Conn) -> list[DictRow]:

@@ -54,6 +54,7 @@ def _list(*, everyone: bool):
         return _render(everyone, finder.OrderFilters(), [], None, 0, error=refused), 400
     db = get_db()
     with db.reading() as conn:
+        filters = finder.matching_clients(conn, filters)
         orders, next_cursor = finder.page(conn, filters)
         if filters.number is not None and len(orders) == 1 and filters.after is None:
             return redirect(url_for("orders.show_order", order_id=orders[0]["id"]), 303)

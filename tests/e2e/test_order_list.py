@@ -88,7 +88,11 @@ def test_credit_opening_the_salespeoples_list_is_sent_to_every_order_with_its_fi
         ({"cliente": "100%_"}, []),  # LIKE's own characters are taken literally
     ],
 )
-def test_filters_combine(db, client, auth, morning, args, expected):
+@pytest.mark.parametrize("cap", [finder.CLIENT_IDS_CAP, 0], ids=["clients looked up first", "clients by their words"])
+def test_filters_combine(db, client, auth, morning, monkeypatch, args, expected, cap):
+    # Few matching clients travel to the list's statements as ids, many as the words (finder.matching_clients):
+    # the same orders either way.
+    monkeypatch.setattr(finder, "CLIENT_IDS_CAP", cap)
     auth.login("laura")
     html = client.get("/orders/all", query_string=args).get_data(as_text=True)
     assert listed(html) == [str(morning[k]) for k in expected]
@@ -157,7 +161,11 @@ def test_people_without_orders_see_no_list(client, auth):
     assert client.get("/orders.csv").status_code == 403
 
 
-def test_the_csv_has_the_lists_orders_with_spanish_headers_and_amounts_a_spreadsheet_sums(db, client, auth, morning):
+@pytest.mark.parametrize("cap", [finder.CLIENT_IDS_CAP, 0], ids=["clients looked up first", "clients by their words"])
+def test_the_csv_has_the_lists_orders_with_spanish_headers_and_amounts_a_spreadsheet_sums(
+    db, client, auth, morning, monkeypatch, cap
+):
+    monkeypatch.setattr(finder, "CLIENT_IDS_CAP", cap)
     auth.login("laura")
     answer = client.get("/orders.csv", query_string={"cliente": "Corralón"})
     assert answer.status_code == 200 and answer.is_streamed
