@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,10 +40,21 @@ def _query(url: str, sql: str) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
-def _runner_process(url: str, directory: Path) -> subprocess.Popen:
-    """`migrations.upgrade(url, directory)` in a process of its own, to be killed."""
+@contextmanager
+def _runner_killed_while_waiting(url: str, directory: Path, statement: str) -> Iterator[None]:
+    """Run `migrations.upgrade(url, directory)` in a process of its own until `statement` (how its text starts)
+    waits for a lock; the block runs then; then kill -9 the process and wait until its statement is gone
+    from the server too (within 15 s)."""
     code = f"from pathlib import Path; from nexo import migrations; migrations.upgrade({url!r}, Path({str(directory)!r}))"
-    return subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
+    running = f"SELECT pid FROM pg_stat_activity WHERE query LIKE '{statement}%' AND datname = current_database()"
+    try:
+        _wait_for(lambda: _query(url, running + " AND wait_event_type = 'Lock'"), runner, f"the runner never reached {statement}")
+        yield
+    finally:
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait()
+    _wait_for(lambda: not _query(url, running), None, f"the killed runner's {statement} runs on")
 
 
 def _wait_for(condition: Callable[[], object], process: subprocess.Popen | None, failure: str, timeout_s: float = 15) -> None:
@@ -153,25 +165,14 @@ def test_a_runner_killed_while_dropping_an_index_concurrently_stops_there_and_th
     migrations.upgrade(fresh_database, tmp_path)
     shutil.copy(migrations.MIGRATIONS_DIR / f"{drop}.sql", tmp_path)
     index_state = "SELECT indisvalid FROM pg_index WHERE indexrelid = 'orders_salesperson_idx'::regclass"
-    statement = "SELECT pid FROM pg_stat_activity WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND datname = current_database()"
 
     with psycopg.connect(fresh_database) as reader:
         reader.execute("SELECT count(*) FROM orders")
-        runner = _runner_process(fresh_database, tmp_path)
-        try:
-            _wait_for(
-                lambda: _query(fresh_database, statement + " AND wait_event_type = 'Lock'"),
-                runner,
-                "the runner never reached the DROP",
-            )
-            # Halfway: the index is already out of every plan, and still in the catalog.
-            assert _query(fresh_database, index_state) == [(False,)]
-        finally:
-            os.kill(runner.pid, signal.SIGKILL)
-            runner.wait()
         # The server notices the runner is gone and stops its statement, while the reader still holds it
         # up: otherwise the DROP would finish later, unrecorded, behind whatever ran next.
-        _wait_for(lambda: not _query(fresh_database, statement), None, "the killed runner's DROP INDEX CONCURRENTLY runs on")
+        with _runner_killed_while_waiting(fresh_database, tmp_path, "DROP INDEX CONCURRENTLY"):
+            # Halfway: the index is already out of every plan, and still in the catalog.
+            assert _query(fresh_database, index_state) == [(False,)]
         reader.rollback()
 
     assert _query(fresh_database, index_state) == [(False,)]  # left INVALID, as a crash leaves it
@@ -188,21 +189,11 @@ def test_a_runner_killed_while_building_an_index_concurrently_stops_there_and_th
     (tmp_path / "0002_index.sql").write_text(
         "-- nexo: no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS t_x_idx ON t (x);\n"
     )
-    statement = "SELECT pid FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND datname = current_database()"
 
     with psycopg.connect(fresh_database) as writer:
         writer.execute("INSERT INTO t VALUES (0)")
-        runner = _runner_process(fresh_database, tmp_path)
-        try:
-            _wait_for(
-                lambda: _query(fresh_database, statement + " AND wait_event_type = 'Lock'"),
-                runner,
-                "the runner never reached the build",
-            )
-        finally:
-            os.kill(runner.pid, signal.SIGKILL)
-            runner.wait()
-        _wait_for(lambda: not _query(fresh_database, statement), None, "the killed runner's build runs on")
+        with _runner_killed_while_waiting(fresh_database, tmp_path, "CREATE INDEX CONCURRENTLY"):
+            pass
         writer.commit()
 
     assert _query(fresh_database, "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x_idx'::regclass") == [(False,)]
