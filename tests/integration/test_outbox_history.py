@@ -71,7 +71,19 @@ def settle(db, event_id, *, status: str = "ENTREGADO", at: str = "now() - interv
         tx.execute(
             f"UPDATE outbox_event SET status = %s, attempts = %s, {stamp} = {at} WHERE id = %s", [status, attempts, event_id]
         )
+        _entered_by(tx, event_id, at)
         tx.commit()
+
+
+def _entered_by(tx, event_id, at: str) -> None:
+    """Move the event's order back to `at` when it was entered later: an event never settles before its order
+    was entered, and an order's events are read from the UTC day it was entered (partitions.settled_since).
+    Between 00:00 and 02:00 UTC "two hours ago" is the day before."""
+    tx.execute(
+        f"UPDATE orders SET created_at = least(created_at, {at})"
+        " WHERE id = (SELECT aggregate_id FROM outbox_event WHERE id = %s)",
+        [event_id],
+    )
 
 
 def delivered(db, order_id) -> int:
@@ -277,6 +289,7 @@ def test_a_cancel_after_its_original_was_filed_reaches_the_destination_after_it(
         tx.execute(
             "UPDATE outbox_event SET delivered_at = delivered_at - interval '2 hours' WHERE aggregate_id = %s", [result.order_id]
         )
+        tx.execute("UPDATE orders SET created_at = created_at - interval '2 hours' WHERE id = %s", [result.order_id])
         tx.commit()
     assert file_all(db).filed == 2
     cancelled = cancel.cancel_order(
